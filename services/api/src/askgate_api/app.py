@@ -1,0 +1,89 @@
+"""The FastAPI application: wiring, lifespan and the one place errors become responses."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import structlog
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
+from redis.asyncio import Redis
+from redis.exceptions import BusyLoadingError, ConnectionError, TimeoutError
+
+from askgate.errors import AskgateError, Unavailable
+from askgate.models import describe_errors
+from askgate.settings import Settings
+from askgate.store import Store
+from askgate_api import routes
+from askgate_api.auth import TenantCache
+from askgate_api.metrics import REJECTED
+from askgate_api.responses import error_response, json_response
+from askgate_api.waiters import Hub
+
+log = structlog.get_logger("askgate.api")
+
+
+def make_redis(settings: Settings) -> Redis:
+    # Short connect timeout: an unreachable Redis must become a quick 503, not a hang.
+    return Redis.from_url(
+        settings.redis_url, socket_connect_timeout=1.0, socket_timeout=5.0,
+        max_connections=256,
+    )
+
+
+def create_app(settings: Settings) -> FastAPI:
+    settings.require_secret()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        redis = make_redis(settings)
+        pubsub_redis = Redis.from_url(settings.redis_url, socket_connect_timeout=1.0)
+        app.state.redis = redis
+        app.state.store = Store(redis, settings)
+        app.state.tenants = TenantCache(redis)
+        app.state.hub = Hub(pubsub_redis)
+        await app.state.hub.start()
+        log.info("api.started", redis=settings.redis_url.split("@")[-1])
+        try:
+            yield
+        finally:
+            await app.state.hub.stop()
+            await redis.aclose()
+            await pubsub_redis.aclose()
+
+    app = FastAPI(
+        title="askgate",
+        version="1.0",
+        summary="Let AI agents ask a human 1-3 structured questions and wait for the answer.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+
+    @app.exception_handler(AskgateError)
+    async def _askgate_error(_: Request, exc: AskgateError) -> Response:
+        return error_response(exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> Response:
+        lines = describe_errors(list(exc.errors()))
+        REJECTED.labels("validation_error").inc()
+        body: dict[str, Any] = {"code": "validation_error", "message": "; ".join(lines)}
+        if len(lines) > 1:
+            body["errors"] = lines
+        return json_response({"error": body}, 422)
+
+    @app.exception_handler(ConnectionError)
+    @app.exception_handler(TimeoutError)
+    @app.exception_handler(BusyLoadingError)
+    @app.exception_handler(OSError)
+    async def _redis_down(_: Request, exc: Exception) -> Response:
+        log.warning("api.redis_unavailable", error=str(exc))
+        return error_response(
+            Unavailable("Redis is unreachable; nothing was changed. Retry shortly.", 1)
+        )
+
+    app.include_router(routes.router)
+    return app

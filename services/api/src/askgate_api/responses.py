@@ -1,0 +1,43 @@
+"""JSON responses and the one mapping of askgate errors to HTTP."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from fastapi.responses import Response
+
+from askgate.errors import (
+    AlreadyFinal,
+    AskgateError,
+    IncompleteAnswer,
+    RateLimited,
+    SessionBusy,
+    Unavailable,
+)
+from askgate_api.metrics import REJECTED
+
+
+def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(orjson.dumps(body), status, headers, media_type="application/json")
+
+
+def error_response(exc: AskgateError) -> Response:
+    body: dict[str, Any] = {"code": exc.code, "message": exc.message}
+    headers: dict[str, str] = {}
+    if isinstance(exc, SessionBusy):
+        body["pending_question_id"] = exc.pending_id
+    elif isinstance(exc, AlreadyFinal):
+        body["status"] = exc.status
+        body["reason"] = exc.reason
+    elif isinstance(exc, IncompleteAnswer):
+        body["missing"] = exc.missing
+    elif isinstance(exc, RateLimited | Unavailable):
+        headers["Retry-After"] = str(exc.retry_after_s)
+    errors = getattr(exc, "errors", None)
+    if errors and len(errors) > 1:
+        body["errors"] = errors
+    REJECTED.labels(exc.code).inc()
+    return json_response({"error": body}, exc.http_status, headers)
+
+

@@ -1,0 +1,249 @@
+"""HTTP endpoints (SPEC §3). Handlers validate, call the store, and shape responses."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Depends, Query, Request
+from fastapi.responses import Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from askgate.errors import IncompleteAnswer, NotPrimary, ValidationFailed
+from askgate.models import (
+    AnswerBody,
+    MessageBody,
+    QuestionCreate,
+    QuestionPublic,
+    ReplyBody,
+    Responder,
+)
+from askgate.signing import session_link
+from askgate.status import Reason, Status
+from askgate.store import Record, Store
+from askgate.tenants import Tenant
+from askgate_api.auth import current_tenant
+from askgate_api.metrics import ASKS, FINALS, REGISTRY, WAITERS
+from askgate_api.responses import json_response
+from askgate_api.waiters import Hub
+
+router = APIRouter()
+TenantDep = Annotated[Tenant, Depends(current_tenant)]
+WAIT_MAX_S = 60
+# Without a live subscription (Redis restarting) waiters re-read their question this often.
+DEGRADED_POLL_S = 1.0
+
+RESOURCE = {"model": QuestionPublic}
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"description": desc}
+    for code, desc in {
+        401: "Missing or unknown API key",
+        404: "No such question for this tenant",
+        409: "Session busy, or the question already ended",
+        422: "Invalid input: the message names the field and the fix",
+        429: "Tenant quota exceeded (Retry-After)",
+        503: "Redis unreachable (Retry-After); nothing was changed",
+    }.items()
+}
+
+
+def _store(request: Request) -> Store:
+    store: Store = request.app.state.store
+    return store
+
+
+def _public(request: Request, rec: Record) -> dict[str, Any]:
+    s = request.app.state.settings
+    url = session_link(s.web_base_url, s.secret_key, rec.tenant, rec.session, s.web_link_ttl_s)
+    return rec.public(web_url=url).model_dump(mode="json")
+
+
+def _resource(request: Request, rec: Record, status: int = 200) -> Response:
+    return json_response(_public(request, rec), status)
+
+
+def _count_final(rec: Record) -> None:
+    FINALS.labels(rec.f["status"], rec.f.get("reason") or "").inc()
+
+
+@router.post(
+    "/v1/questions",
+    status_code=201,
+    responses={201: RESOURCE, 200: {**RESOURCE, "description": "Idempotent replay"}, **ERRORS},
+    summary="Ask the human 1-3 questions",
+)
+async def ask(request: Request, tenant: TenantDep, body: QuestionCreate) -> Response:
+    if not body.primary:
+        ASKS.labels("not_primary").inc()
+        raise NotPrimary(
+            "asks from subagents or other non-primary runs are refused; only the main "
+            "session may ask the user (send primary: true from the main session)"
+        )
+    rec, created = await _store(request).create(
+        tenant.id, body, max_pending=tenant.max_pending, asks_per_s=tenant.asks_per_s
+    )
+    ASKS.labels("created" if created else "replay").inc()
+    return _resource(request, rec, 201 if created else 200)
+
+
+@router.get("/v1/questions", summary="List a session's questions", responses=ERRORS)
+async def list_questions(
+    request: Request,
+    tenant: TenantDep,
+    session: Annotated[str, Query(min_length=1, max_length=200)],
+    status: Status | None = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+) -> Response:
+    recs = await _store(request).list(tenant.id, session, status, limit)
+    return json_response({"questions": [_public(request, r) for r in recs]})
+
+
+@router.get("/v1/questions/{question_id}", responses={200: RESOURCE, **ERRORS})
+async def get_question(request: Request, tenant: TenantDep, question_id: str) -> Response:
+    return _resource(request, await _store(request).get(tenant.id, question_id))
+
+
+@router.get(
+    "/v1/questions/{question_id}/wait",
+    responses={200: RESOURCE, **ERRORS},
+    summary="Long-poll until the question is final, or timeout_s passes (status pending)",
+)
+async def wait_question(
+    request: Request,
+    tenant: TenantDep,
+    question_id: str,
+    timeout_s: Annotated[float, Query(ge=0)] = 30,
+) -> Response:
+    store = _store(request)
+    hub: Hub = request.app.state.hub
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + min(timeout_s, WAIT_MAX_S)
+    fut = hub.register(question_id)  # before the read: no result can slip between
+    WAITERS.inc()
+    try:
+        rec = await store.get(tenant.id, question_id)
+        while rec.status == Status.PENDING:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            if not hub.ready.is_set():
+                remaining = min(remaining, DEGRADED_POLL_S)
+            timer = loop.call_later(remaining, _settle, fut)
+            try:
+                await fut
+            finally:
+                timer.cancel()
+            hub.unregister(question_id, fut)
+            fut = hub.register(question_id)
+            rec = await store.get(tenant.id, question_id)
+    finally:
+        hub.unregister(question_id, fut)
+        WAITERS.dec()
+    return _resource(request, rec)
+
+
+def _settle(fut: Any) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+@router.post("/v1/questions/{question_id}/answer", responses={200: RESOURCE, **ERRORS})
+async def answer(
+    request: Request, tenant: TenantDep, question_id: str, body: AnswerBody
+) -> Response:
+    rec = await _store(request).answer(
+        tenant.id, question_id, body.answers, body.responder or Responder(channel="api")
+    )
+    _count_final(rec)
+    return _resource(request, rec)
+
+
+@router.post(
+    "/v1/questions/{question_id}/reply",
+    responses={200: RESOURCE, **ERRORS},
+    summary="Answer with plain text, parsed like a chat reply (SPEC §5)",
+)
+async def reply(request: Request, tenant: TenantDep, question_id: str, body: ReplyBody) -> Response:
+    rec, parsed = await _store(request).reply(
+        tenant.id, question_id, body.text, body.responder or Responder(channel="api")
+    )
+    if parsed.kind == "incomplete":
+        raise IncompleteAnswer(parsed.message or "incomplete reply", parsed.missing)
+    _count_final(rec)
+    return _resource(request, rec)
+
+
+async def _end(request: Request, tenant: Tenant, question_id: str, reason: Reason,
+               responder: Responder | None) -> Response:
+    rec = await _store(request).end(
+        tenant.id, question_id, reason, responder or Responder(channel="api")
+    )
+    _count_final(rec)
+    return _resource(request, rec)
+
+
+OptionalResponder = Annotated[Responder | None, Body(embed=True)]
+
+
+@router.post("/v1/questions/{question_id}/skip", responses={200: RESOURCE, **ERRORS})
+async def skip(request: Request, tenant: TenantDep, question_id: str,
+               responder: OptionalResponder = None) -> Response:
+    return await _end(request, tenant, question_id, Reason.SKIPPED, responder)
+
+
+@router.post("/v1/questions/{question_id}/cancel", responses={200: RESOURCE, **ERRORS})
+async def cancel(request: Request, tenant: TenantDep, question_id: str,
+                 responder: OptionalResponder = None) -> Response:
+    return await _end(request, tenant, question_id, Reason.CANCELLED, responder)
+
+
+@router.post("/v1/runs/{run_id}/abort", responses=ERRORS,
+             summary="End every pending question of a run (run_aborted)")
+async def abort_run(request: Request, tenant: TenantDep, run_id: str) -> Response:
+    if not run_id or len(run_id) > 200:
+        raise ValidationFailed("run_id must be 1 to 200 characters")
+    ended = await _store(request).abort_run(tenant.id, run_id)
+    FINALS.labels("no_answer", "run_aborted").inc(len(ended))
+    return json_response({"run_id": run_id, "ended": ended})
+
+
+@router.post(
+    "/v1/sessions/{session}/messages",
+    responses=ERRORS,
+    summary="A human's plain-text message in a session: answers its pending question",
+)
+async def session_message(
+    request: Request, tenant: TenantDep, session: str, body: MessageBody
+) -> Response:
+    store = _store(request)
+    rec = await store.pending_for(tenant.id, session)
+    if rec is None:
+        return json_response({"consumed": False, "question": None, "message": None})
+    rec, parsed = await store.apply_reply(rec, body.text, body.responder or Responder(channel="text"))
+    if parsed.kind == "incomplete":
+        return json_response(
+            {"consumed": False, "question": _public(request, rec), "message": parsed.message,
+             "missing": parsed.missing}
+        )
+    _count_final(rec)
+    return json_response({"consumed": True, "question": _public(request, rec), "message": None})
+
+
+@router.get("/healthz", include_in_schema=False)
+async def healthz() -> Response:
+    return Response(b'{"status":"ok"}', media_type="application/json")
+
+
+@router.get("/readyz", include_in_schema=False)
+async def readyz(request: Request) -> Response:
+    await request.app.state.redis.ping()
+    hub: Hub = request.app.state.hub
+    if not hub.ready.is_set():
+        return json_response({"status": "degraded", "subscription": False}, 503,
+                             {"Retry-After": "1"})
+    return json_response({"status": "ready"})
+
+
+@router.get("/metrics", include_in_schema=False)
+async def metrics() -> Response:
+    return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)

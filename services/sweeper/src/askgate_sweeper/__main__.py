@@ -1,0 +1,86 @@
+"""`askgate-sweeper`: ends expired questions as no_answer/timeout.
+
+Any number of replicas may run: each sweep is one Lua script per shard, so a question
+ends once whichever replica gets to it first. `--check` is the liveness probe.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+import structlog
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from askgate import health, keys
+from askgate.errors import ConfigError
+from askgate.logs import configure_logging
+from askgate.runner import run_service
+from askgate.settings import Settings, load
+from askgate.store import Store
+
+SERVICE = "sweeper"
+log = structlog.get_logger("askgate.sweeper")
+# After a Redis error, wait before the next tick so an outage is not a busy loop.
+ERROR_BACKOFF_S = 1.0
+
+
+async def sweep_once(store: Store) -> int:
+    """One pass over every shard until none has overdue questions left; returns count."""
+    total = 0
+    shards = list(range(keys.SHARDS))
+    while shards:
+        full = []
+        for shard in shards:
+            ended = await store.sweep_shard(shard)
+            total += len(ended)
+            for qid, tenant in ended:
+                log.info("question.expired", question_id=qid, tenant=tenant)
+            if len(ended) >= store.settings.sweep_batch:
+                full.append(shard)
+        shards = full
+    return total
+
+
+async def serve(settings: Settings, stop: asyncio.Event) -> None:
+    redis = Redis.from_url(settings.redis_url, socket_connect_timeout=2.0, socket_timeout=10.0)
+    store = Store(redis, settings)
+    beat = asyncio.create_task(health.beat_forever(redis, SERVICE, stop))
+    log.info("sweeper.started", interval_ms=settings.sweep_interval_ms)
+    try:
+        while not stop.is_set():
+            delay = settings.sweep_interval_ms / 1000
+            try:
+                await sweep_once(store)
+            except (RedisError, OSError) as exc:
+                log.warning("sweeper.redis_error", error=str(exc))
+                delay = ERROR_BACKOFF_S
+            try:
+                await asyncio.wait_for(stop.wait(), delay)
+            except TimeoutError:
+                pass
+    finally:
+        beat.cancel()
+        await redis.aclose()
+        log.info("sweeper.stopped")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="askgate-sweeper", description=__doc__)
+    parser.add_argument("--check", action="store_true", help="liveness probe: exit 0 if alive")
+    args = parser.parse_args(argv)
+    try:
+        settings = load(Settings)
+    except ConfigError as exc:
+        print(f"askgate-sweeper: {exc.message}", file=sys.stderr)
+        raise SystemExit(2) from None
+    if args.check:
+        raise SystemExit(asyncio.run(health.check(settings.redis_url, SERVICE)))
+    configure_logging(settings.log_level, settings.log_json)
+    run_service(SERVICE, lambda stop: serve(settings, stop))
+
+
+if __name__ == "__main__":
+    main()

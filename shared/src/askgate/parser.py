@@ -1,0 +1,150 @@
+"""The plain-text reply parser (SPEC §5): one pure function shared by every channel.
+
+`parse_reply(questions, text, locale)` reads a human's message as answers to a pending
+ask: option numbers, labels ignoring case, free text, comma lists for multi-select,
+keyed or positional lines for several questions, and the locale's skip word. A reply
+that leaves a question unanswered yields one correction message naming it.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from askgate.i18n import SKIP_WORDS, t
+from askgate.models import RECOMMENDED, QuestionIn
+
+_NUMBER = re.compile(r"^\s*(\d{1,3})\s*[.)]?\s*$")
+_SPLIT = re.compile(r"[,;\n]")
+_KEYED = re.compile(r"^\s*([^:=]+?)\s*(?::|=|\s-\s|-)\s*(.*)$")
+
+
+@dataclass(frozen=True)
+class ParsedReply:
+    kind: Literal["answers", "skip", "incomplete"]
+    answers: dict[str, list[str]] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+    message: str | None = None
+
+
+def normalize(text: str) -> str:
+    return unicodedata.normalize("NFC", text).strip()
+
+
+def is_skip(text: str) -> bool:
+    return normalize(text).casefold().rstrip(".!") in SKIP_WORDS
+
+
+def match_label(question: QuestionIn, text: str) -> str | None:
+    """The declared label that `text` names, ignoring case and the Recommended suffix."""
+    want = " ".join(normalize(text).split()).casefold()
+    if not want:
+        return None
+    for opt in question.options:
+        label = opt.label.casefold()
+        if want == label:
+            return opt.label
+        if label.endswith(RECOMMENDED.casefold()) and want == label[: -len(RECOMMENDED)]:
+            return opt.label
+    return None
+
+
+def resolve_part(question: QuestionIn, text: str) -> str | None:
+    """One answer value: option n, a label, or trimmed free text (None when blank)."""
+    text = normalize(text)
+    if not text:
+        return None
+    m = _NUMBER.match(text)
+    if m and 1 <= int(m.group(1)) <= len(question.options):
+        return question.options[int(m.group(1)) - 1].label
+    return match_label(question, text) or text
+
+
+def parse_value(question: QuestionIn, text: str, *, split_lines: bool = True) -> list[str]:
+    """All values one question's text gives, as the answer list (empty when blank)."""
+    text = normalize(text)
+    if not text:
+        return []
+    if not question.multiSelect:
+        value = resolve_part(question, text)
+        return [value] if value else []
+    whole = _NUMBER.match(text) or match_label(question, text)
+    if whole:
+        value = resolve_part(question, text)
+        return [value] if value else []
+    parts = _SPLIT.split(text) if split_lines else re.split(r"[,;]", text)
+    values: list[str] = []
+    for part in parts:
+        value = resolve_part(question, part)
+        if value and value not in values:
+            values.append(value)
+    return values
+
+
+def _key_index(questions: Sequence[QuestionIn], key: str) -> int | None:
+    k = " ".join(key.split()).casefold()
+    if k.isdigit() and 1 <= int(k) <= len(questions):
+        return int(k) - 1
+    for i, q in enumerate(questions):
+        if k in (q.id, q.header.casefold(), q.question.casefold().rstrip("?")) or (
+            k == q.question.casefold()
+        ):
+            return i
+    return None
+
+
+def _keyed(questions: Sequence[QuestionIn], lines: list[str]) -> dict[int, str] | None:
+    """Lines as `key: value` pairs when every non-blank line names a question."""
+    found: dict[int, str] = {}
+    for line in lines:
+        if not line.strip():
+            continue
+        m = _KEYED.match(line)
+        idx = _key_index(questions, m.group(1)) if m else None
+        if m is None or idx is None:
+            return None
+        found[idx] = f"{found[idx]}, {m.group(2)}" if idx in found else m.group(2)
+    return found or None
+
+
+def parse_reply(questions: Sequence[QuestionIn], text: str, locale: str = "en") -> ParsedReply:
+    text = normalize(text)
+    if is_skip(text):
+        return ParsedReply("skip")
+    answers: dict[str, list[str]] = {}
+    if len(questions) == 1:
+        values = parse_value(questions[0], text)
+        if values:
+            answers[questions[0].id] = values
+    else:
+        lines = text.replace("\r", "").split("\n")
+        keyed = _keyed(questions, lines)
+        if keyed is not None:
+            for idx, value in keyed.items():
+                values = parse_value(questions[idx], value, split_lines=False)
+                if values:
+                    answers[questions[idx].id] = values
+        else:
+            if len(lines) > len(questions) and any(x.strip() for x in lines[len(questions) :]):
+                return ParsedReply(
+                    "incomplete",
+                    missing=[q.id for q in questions],
+                    message=t(locale, "too_many_lines", count=len(questions)),
+                )
+            for q, line in zip(questions, lines, strict=False):
+                values = parse_value(q, line, split_lines=False)
+                if values:
+                    answers[q.id] = values
+    missing = [q for q in questions if q.id not in answers]
+    if missing:
+        named = " / ".join(f"{q.header}: {q.question}" for q in missing)
+        return ParsedReply(
+            "incomplete",
+            answers=answers,
+            missing=[q.id for q in missing],
+            message=t(locale, "missing", questions=named),
+        )
+    return ParsedReply("answers", answers=answers)

@@ -1,0 +1,84 @@
+"""Configuration from the environment (`ASKGATE_*`, `REDIS_URL`).
+
+Settings are built in each service's `main()`, never at import time, so tests construct
+them directly. `load()` turns pydantic's errors into one readable message per variable.
+"""
+
+from __future__ import annotations
+
+from typing import Self, TypeVar
+
+from pydantic import AliasChoices, Field, ValidationError, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from askgate.errors import ConfigError
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ASKGATE_", extra="ignore", frozen=True)
+
+    redis_url: str = Field(
+        "redis://127.0.0.1:6379/0",
+        validation_alias=AliasChoices("REDIS_URL", "ASKGATE_REDIS_URL"),
+        pattern=r"^(redis|rediss|unix)://",
+    )
+    api_host: str = "127.0.0.1"
+    api_port: int = Field(8000, ge=1, le=65535)
+    # The URL agents use to reach the API, and the web Control UI's public base URL.
+    public_url: str = ""
+    web_base_url: str = "http://127.0.0.1:8001"
+    # Signs Control UI links and anything else askgate signs for itself.
+    secret_key: str = Field("", min_length=0)
+
+    timeout_default_s: int = Field(900, ge=1)
+    timeout_min_s: int = Field(30, ge=1)
+    timeout_max_s: int = Field(3600, ge=1)
+    result_ttl_s: int = Field(86400, ge=1)
+    web_link_ttl_s: int = Field(7 * 86400, ge=60)
+
+    tenant_max_pending: int = Field(1000, ge=1)
+    tenant_asks_per_s: int = Field(50, ge=1)
+
+    stream_maxlen: int = Field(100_000, ge=1000)
+    sweep_interval_ms: int = Field(200, ge=10)
+    sweep_batch: int = Field(500, ge=1, le=10_000)
+
+    log_level: str = Field("info", pattern=r"^(?i:debug|info|warning|error)$")
+    log_json: bool = False
+
+    @model_validator(mode="after")
+    def _timeouts_ordered(self) -> Self:
+        if not self.timeout_min_s <= self.timeout_default_s <= self.timeout_max_s:
+            raise ValueError(
+                "ASKGATE_TIMEOUT_MIN_S <= ASKGATE_TIMEOUT_DEFAULT_S <= ASKGATE_TIMEOUT_MAX_S "
+                f"must hold (got {self.timeout_min_s}, {self.timeout_default_s}, "
+                f"{self.timeout_max_s})"
+            )
+        return self
+
+    def require_secret(self) -> str:
+        if len(self.secret_key) < 32:
+            raise ConfigError(
+                "ASKGATE_SECRET_KEY must be set to at least 32 random characters "
+                "(for example: python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+            )
+        return self.secret_key
+
+
+S = TypeVar("S", bound=BaseSettings)
+
+
+def load(cls: type[S]) -> S:
+    """Build settings from the environment, or raise ConfigError naming each bad variable."""
+    try:
+        return cls()
+    except ValidationError as exc:
+        prefix = str(cls.model_config.get("env_prefix", ""))
+        lines = []
+        for err in exc.errors():
+            field = ".".join(str(p) for p in err["loc"])
+            var = f"{prefix}{field}".upper() if field else "settings"
+            if field == "redis_url":
+                var = "REDIS_URL"
+            lines.append(f"{var}: {err['msg']} (got {err.get('input')!r})")
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines)) from None

@@ -1,0 +1,43 @@
+"""HMAC signatures askgate makes and checks: Control UI links and outgoing webhooks."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import time
+from urllib.parse import quote
+
+
+def _mac(secret: str, message: str) -> str:
+    return hmac.new(secret.encode(), message.encode(), hashlib.sha256).hexdigest()
+
+
+def session_link_sig(secret: str, tenant: str, session: str, exp: int) -> str:
+    return _mac(secret, f"web\n{tenant}\n{session}\n{exp}")[:32]
+
+
+def session_link(base_url: str, secret: str, tenant: str, session: str, ttl_s: int) -> str:
+    """The signed Control UI link for one session, valid for ttl_s seconds."""
+    # Rounded to the hour so every ask of a session within the hour returns one link.
+    exp = (int(time.time()) // 3600 + 1) * 3600 + ttl_s
+    sig = session_link_sig(secret, tenant, session, exp)
+    return f"{base_url.rstrip('/')}/s/{tenant}/{quote(session, safe='')}?exp={exp}&sig={sig}"
+
+
+def verify_session_link(secret: str, tenant: str, session: str, exp: str, sig: str) -> bool:
+    if not exp.isdigit() or int(exp) < time.time():
+        return False
+    return hmac.compare_digest(session_link_sig(secret, tenant, session, int(exp)), sig)
+
+
+def webhook_signature(secret: str, timestamp: int, body: bytes) -> str:
+    """`X-Askgate-Signature`: v1= hex HMAC-SHA256 over b"<timestamp>." + body."""
+    mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
+    return "v1=" + mac.hexdigest()
+
+
+def verify_webhook(secret: str, timestamp: str, body: bytes, signature: str,
+                   tolerance_s: int = 300) -> bool:
+    if not timestamp.isdigit() or abs(time.time() - int(timestamp)) > tolerance_s:
+        return False
+    return hmac.compare_digest(webhook_signature(secret, int(timestamp), body), signature)

@@ -1,0 +1,38 @@
+"""Question statuses, end reasons and the one table of allowed transitions.
+
+The Lua scripts enforce the same table: `scripts.py` renders it into Lua from here,
+so the Python and Redis sides cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Status(StrEnum):
+    PENDING = "pending"
+    ANSWERED = "answered"
+    NO_ANSWER = "no_answer"
+
+
+class Reason(StrEnum):
+    """Why a question ended without an answer (the resource's `reason`)."""
+
+    TIMEOUT = "timeout"
+    SKIPPED = "skipped"
+    CANCELLED = "cancelled"
+    RUN_ABORTED = "run_aborted"
+    DELIVERY_FAILED = "delivery_failed"
+
+
+TRANSITIONS: dict[Status, frozenset[Status]] = {
+    Status.PENDING: frozenset({Status.ANSWERED, Status.NO_ANSWER}),
+    Status.ANSWERED: frozenset(),
+    Status.NO_ANSWER: frozenset(),
+}
+
+FINAL = frozenset(s for s, nxt in TRANSITIONS.items() if not nxt)
+
+
+def can_transition(current: Status, new: Status) -> bool:
+    return new in TRANSITIONS[current]

@@ -1,0 +1,499 @@
+"""Questions in Redis: create, read, answer, end, list, sweep.
+
+Every state change is one Lua script from `scripts.py`; this module builds its keys and
+arguments and turns its replies into records or askgate errors. Redis errors propagate
+(the API turns connection failures into 503).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from redis.asyncio import Redis
+from redis.commands.core import AsyncScript
+
+from askgate import keys, scripts
+from askgate.errors import (
+    AlreadyFinal,
+    IncompleteAnswer,
+    NotFound,
+    RateLimited,
+    SessionBusy,
+    ValidationFailed,
+)
+from askgate.i18n import t
+from askgate.models import (
+    Delivery,
+    QuestionCreate,
+    QuestionIn,
+    QuestionPublic,
+    Responder,
+)
+from askgate.parser import ParsedReply, match_label, parse_reply
+from askgate.settings import Settings
+from askgate.status import Reason, Status
+from askgate.timeutil import iso, now_ms
+
+NO_ANSWER = orjson.dumps({"status": "no_answer"})
+FREE_TEXT_MAX = 2000
+
+
+def result_json(answers: Mapping[str, list[str]]) -> bytes:
+    """The seed's result, byte for byte: {"status":"answered","answers":{"answers":{…}}}."""
+    return orjson.dumps({"status": "answered", "answers": {"answers": dict(answers)}})
+
+
+def new_question_id(
+    tenant: str, session: str, run_id: str | None, tool_call_id: str | None
+) -> str:
+    """`q` + the session's shard in hex + 20 base32 chars. With a tool_call_id the id is
+    derived from (tenant, run or session, tool_call_id), so a retried ask finds itself."""
+    shard = keys.shard_for(tenant, session)
+    if tool_call_id:
+        seed = f"{tenant}\x00{run_id or session}\x00{tool_call_id}".encode()
+        raw = hashlib.sha256(seed).digest()
+    else:
+        raw = os.urandom(13)
+    token = base64.b32encode(raw).decode().lower()[:20]
+    return f"q{shard:02x}{token}"
+
+
+@dataclass
+class Record:
+    """A question as stored: the hash's fields, decoded."""
+
+    id: str
+    f: dict[str, str]
+
+    @property
+    def tenant(self) -> str:
+        return self.f["tenant"]
+
+    @property
+    def session(self) -> str:
+        return self.f["session"]
+
+    @property
+    def status(self) -> Status:
+        return Status(self.f["status"])
+
+    @property
+    def reason(self) -> Reason | None:
+        return Reason(self.f["reason"]) if self.f.get("reason") else None
+
+    @property
+    def locale(self) -> str:
+        return self.f.get("locale") or "en"
+
+    @property
+    def questions(self) -> list[QuestionIn]:
+        return [QuestionIn.model_validate(q) for q in orjson.loads(self.f["doc"])]
+
+    @property
+    def targets(self) -> list[dict[str, Any]]:
+        return list(orjson.loads(self.f.get("targets") or "[]"))
+
+    @property
+    def result(self) -> dict[str, Any] | None:
+        raw = self.f.get("result")
+        return orjson.loads(raw) if raw else None
+
+    def deliveries(self) -> list[Delivery]:
+        out = []
+        for i, target in enumerate(self.targets):
+            raw = self.f.get(f"d:{i}")
+            if raw:
+                out.append(Delivery.model_validate({**orjson.loads(raw), "target": target}))
+            else:
+                out.append(Delivery(target=target, status=self.f.get(f"ds:{i}", "pending")))  # type: ignore[arg-type]
+        return out
+
+    def public(self, web_url: str | None = None) -> QuestionPublic:
+        f = self.f
+        responder = orjson.loads(f["responder"]) if f.get("responder") else None
+        return QuestionPublic(
+            id=self.id,
+            status=self.status,
+            result=self.result,
+            reason=self.reason,
+            questions=self.questions,
+            session=self.session,
+            run_id=f.get("run") or None,
+            agent_id=f.get("agent") or None,
+            tool_call_id=f.get("tcid") or None,
+            locale=self.locale,  # type: ignore[arg-type]
+            timeout_s=int(f["timeout"]),
+            created_at=iso(f["created"]) or "",
+            expires_at=iso(f["expires"]) or "",
+            resolved_at=iso(f.get("resolved")),
+            responder=Responder.model_validate(responder) if responder else None,
+            result_key=keys.result_key(self.id),
+            result_channel=keys.result_channel(self.id),
+            web_url=web_url,
+            callback_url=f.get("callback") or None,
+            deliveries=self.deliveries(),
+            webhook=orjson.loads(f["webhook"]) if f.get("webhook") else None,
+        )
+
+
+def _decode(raw: Mapping[bytes, bytes]) -> dict[str, str]:
+    return {k.decode(): v.decode() for k, v in raw.items()}
+
+
+def canonical_answers(
+    questions: Sequence[QuestionIn], given: Mapping[str, list[str] | str], locale: str = "en"
+) -> dict[str, list[str]]:
+    """Answers keyed by question id in declared order, values as the declared labels
+    (matched ignoring case and the Recommended suffix) or trimmed free text."""
+    ids = [q.id for q in questions]
+    for key in given:
+        if key not in ids:
+            raise ValidationFailed(
+                f"answers.{key} is not a question of this ask; answer with the ids "
+                f"{', '.join(ids)}"
+            )
+    out: dict[str, list[str]] = {}
+    for q in questions:
+        raw = given.get(q.id)
+        values_in = [raw] if isinstance(raw, str) else list(raw or [])
+        values: list[str] = []
+        for v in values_in:
+            v = " ".join(v.split())
+            if not v:
+                continue
+            if len(v) > FREE_TEXT_MAX:
+                raise ValidationFailed(
+                    f"answers.{q.id} values must be at most {FREE_TEXT_MAX} characters"
+                )
+            v = match_label(q, v) or v
+            if v not in values:
+                values.append(v)
+        if len(values) > 1 and not q.multiSelect:
+            raise ValidationFailed(
+                f"answers.{q.id} takes one answer (the question is single-select); "
+                "send a list with one value"
+            )
+        if values:
+            out[q.id] = values
+    missing = [q for q in questions if q.id not in out]
+    if missing:
+        named = " / ".join(f"{q.header}: {q.question}" for q in missing)
+        raise IncompleteAnswer(
+            f"answers.{missing[0].id} is missing; all questions of an ask are answered "
+            f"together. {t(locale, 'missing', questions=named)}",
+            missing=[q.id for q in missing],
+        )
+    return out
+
+
+def ended_message(status: str, reason: str | None, locale: str = "en") -> str:
+    if status == Status.ANSWERED:
+        return t(locale, "already_answered")
+    if reason == Reason.TIMEOUT:
+        return t(locale, "expired")
+    if reason == Reason.SKIPPED:
+        return t(locale, "ended") + f" ({reason})"
+    return t(locale, "ended") + (f" ({reason})" if reason else "")
+
+
+class Store:
+    def __init__(self, redis: Redis, settings: Settings) -> None:
+        self.redis = redis
+        self.settings = settings
+        self.keep_ms = settings.result_ttl_s * 1000
+        self.maxlen = settings.stream_maxlen
+        self._create: AsyncScript = redis.register_script(scripts.CREATE)
+        self._resolve: AsyncScript = redis.register_script(scripts.RESOLVE)
+        self._sweep: AsyncScript = redis.register_script(scripts.SWEEP)
+        self._abort: AsyncScript = redis.register_script(scripts.ABORT_RUN)
+        self._delivery: AsyncScript = redis.register_script(scripts.DELIVERY)
+        self._reserve: AsyncScript = redis.register_script(scripts.RESERVE)
+
+    # -- reading -----------------------------------------------------------------------
+
+    async def load(self, question_id: str) -> Record | None:
+        try:
+            key = keys.question(question_id)
+        except ValueError:
+            return None
+        raw = await self.redis.hgetall(key)  # type: ignore[misc]
+        return Record(question_id, _decode(raw)) if raw else None
+
+    async def get(self, tenant: str, question_id: str) -> Record:
+        rec = await self.load(question_id)
+        # Another tenant's question is indistinguishable from a missing one.
+        if rec is None or rec.tenant != tenant:
+            raise NotFound(f"question {question_id} not found")
+        return rec
+
+    async def list(
+        self, tenant: str, session: str, status: Status | None = None, limit: int = 50
+    ) -> list[Record]:
+        shard = keys.shard_for(tenant, session)
+        ids = await self.redis.zrevrange(keys.session_index(shard, tenant, session), 0, limit - 1)
+        if not ids:
+            return []
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for qid in ids:
+                pipe.hgetall(keys.question(qid.decode()))
+            rows = await pipe.execute()
+        out = []
+        for qid, raw in zip(ids, rows, strict=True):
+            if raw:
+                rec = Record(qid.decode(), _decode(raw))
+                if status is None or rec.status == status:
+                    out.append(rec)
+        return out
+
+    async def pending_for(self, tenant: str, session: str) -> Record | None:
+        shard = keys.shard_for(tenant, session)
+        qid = await self.redis.get(keys.pending(shard, tenant, session))
+        if qid is None:
+            return None
+        rec = await self.load(qid.decode())
+        return rec if rec is not None and rec.status == Status.PENDING else None
+
+    # -- the ask -----------------------------------------------------------------------
+
+    def clamp_timeout(self, timeout_s: int | None) -> int:
+        s = self.settings
+        value = s.timeout_default_s if timeout_s is None else timeout_s
+        return max(s.timeout_min_s, min(s.timeout_max_s, value))
+
+    async def create(
+        self,
+        tenant: str,
+        body: QuestionCreate,
+        *,
+        max_pending: int | None = None,
+        asks_per_s: int | None = None,
+    ) -> tuple[Record, bool]:
+        """Store and publish an ask. Returns (record, created); created is False for an
+        idempotent replay of the same tool_call_id."""
+        timeout_s = self.clamp_timeout(body.timeoutSeconds)
+        now = now_ms()
+        expires = now + timeout_s * 1000
+        qid = new_question_id(tenant, body.session, body.run_id, body.tool_call_id)
+        shard = keys.shard_for(tenant, body.session)
+
+        verdict = await self._reserve(
+            keys=[keys.tenant_pending(tenant), keys.tenant_rate(tenant)],
+            args=[
+                now,
+                qid,
+                expires,
+                max_pending or self.settings.tenant_max_pending,
+                asks_per_s or self.settings.tenant_asks_per_s,
+            ],
+        )
+        if verdict[0] == b"rate":
+            raise RateLimited(
+                "too many asks per second for this tenant; retry after the Retry-After delay",
+                retry_after_s=max(1, -(-int(verdict[1]) // 1000)),
+            )
+        if verdict[0] == b"pending":
+            raise RateLimited(
+                "this tenant has too many pending questions; wait for some to end",
+                retry_after_s=max(1, min(30, -(-int(verdict[1]) // 1000))),
+            )
+
+        targets = [tg.model_dump(mode="json", exclude_none=True) for tg in body.targets]
+        channels = ["web"] + sorted({tg["channel"] for tg in targets} - {"web"})
+        if body.callback_url is not None:
+            channels.append("webhook")
+        fields: dict[str, str | int] = {
+            "tenant": tenant,
+            "session": body.session,
+            "status": Status.PENDING.value,
+            "locale": body.locale,
+            "created": now,
+            "expires": expires,
+            "timeout": timeout_s,
+            "doc": orjson.dumps(
+                [q.model_dump(mode="json", exclude_none=True) for q in body.questions]
+            ).decode(),
+            "channels": ",".join(channels),
+            "ntargets": len(targets),
+        }
+        if targets:
+            fields["targets"] = orjson.dumps(targets).decode()
+        for i, tg in enumerate(targets):
+            if tg["channel"] == "web":
+                fields[f"ds:{i}"] = "delivered"  # the Control UI can always show it
+        for name, value in (
+            ("run", body.run_id),
+            ("agent", body.agent_id),
+            ("tcid", body.tool_call_id),
+            ("callback", str(body.callback_url) if body.callback_url else None),
+        ):
+            if value:
+                fields[name] = value
+        flat: list[str | int] = []
+        for k, v in fields.items():
+            flat += [k, v]
+        run_key = keys.run(shard, tenant, body.run_id) if body.run_id else keys.question(qid)
+        try:
+            reply = await self._create(
+                keys=[
+                    keys.question(qid),
+                    keys.pending(shard, tenant, body.session),
+                    keys.due(shard),
+                    keys.session_index(shard, tenant, body.session),
+                    run_key,
+                    *[keys.events(shard, ch) for ch in channels],
+                ],
+                args=[qid, expires, now, expires - now + self.keep_ms, self.maxlen,
+                      "1" if body.run_id else "0", *flat],
+            )
+        except BaseException:
+            await self._release(tenant, qid)
+            raise
+        if reply[0] == b"busy":
+            await self._release(tenant, qid)
+            pending_id = reply[1].decode()
+            raise SessionBusy(
+                f"session {body.session!r} already has a pending question ({pending_id}); "
+                f"wait for it (GET /v1/questions/{pending_id}/wait) or cancel it first",
+                pending_id=pending_id,
+            )
+        if reply[0] == b"replay":
+            rec = await self.get(tenant, qid)
+            if rec.status != Status.PENDING:
+                await self._release(tenant, qid)
+            return rec, False
+        return Record(qid, {k: str(v) for k, v in fields.items()}), True
+
+    async def _release(self, tenant: str, qid: str) -> None:
+        try:
+            await self.redis.zrem(keys.tenant_pending(tenant), qid)
+        except Exception:  # noqa: BLE001 - the entry expires by its score anyway
+            pass
+
+    # -- final transitions -------------------------------------------------------------
+
+    async def _finish(
+        self,
+        rec: Record,
+        status: Status,
+        reason: Reason | None,
+        result: bytes,
+        responder: Responder | None,
+    ) -> Record:
+        now = now_ms()
+        responder_json = responder.model_dump_json(exclude_none=True) if responder else ""
+        reply = await self._resolve(
+            keys=[keys.question(rec.id)],
+            args=[rec.id, status.value, reason.value if reason else "", result,
+                  responder_json, now, self.keep_ms, self.maxlen],
+        )
+        if reply[0] == b"final":
+            cur, cur_reason = reply[1].decode(), reply[2].decode() or None
+            raise AlreadyFinal(ended_message(cur, cur_reason, rec.locale), cur, cur_reason)
+        if reply[0] == b"missing":
+            raise NotFound(f"question {rec.id} not found")
+        await self._release(rec.tenant, rec.id)
+        rec.f.update(status=status.value, reason=reason.value if reason else "",
+                     result=result.decode(), responder=responder_json, resolved=str(now))
+        return rec
+
+    def _check_pending(self, rec: Record) -> None:
+        if rec.status != Status.PENDING:
+            raise AlreadyFinal(ended_message(rec.f["status"], rec.f.get("reason"), rec.locale),
+                               rec.f["status"], rec.f.get("reason") or None)
+
+    async def answer(
+        self,
+        tenant: str,
+        question_id: str,
+        answers: Mapping[str, list[str] | str],
+        responder: Responder | None = None,
+    ) -> Record:
+        rec = await self.get(tenant, question_id)
+        self._check_pending(rec)
+        canonical = canonical_answers(rec.questions, answers, rec.locale)
+        return await self._finish(rec, Status.ANSWERED, None, result_json(canonical), responder)
+
+    async def apply_reply(
+        self, rec: Record, text: str, responder: Responder | None = None
+    ) -> tuple[Record, ParsedReply]:
+        """Read a plain-text message as the answer to `rec` (SPEC §5)."""
+        self._check_pending(rec)
+        parsed = parse_reply(rec.questions, text, rec.locale)
+        if parsed.kind == "skip":
+            rec = await self._finish(rec, Status.NO_ANSWER, Reason.SKIPPED, NO_ANSWER, responder)
+        elif parsed.kind == "answers":
+            rec = await self._finish(
+                rec, Status.ANSWERED, None, result_json(parsed.answers), responder
+            )
+        return rec, parsed
+
+    async def reply(
+        self, tenant: str, question_id: str, text: str, responder: Responder | None = None
+    ) -> tuple[Record, ParsedReply]:
+        return await self.apply_reply(await self.get(tenant, question_id), text, responder)
+
+    async def end(
+        self, tenant: str, question_id: str, reason: Reason, responder: Responder | None = None
+    ) -> Record:
+        """Skip or cancel: the question ends as no_answer with `reason`."""
+        rec = await self.get(tenant, question_id)
+        self._check_pending(rec)
+        return await self._finish(rec, Status.NO_ANSWER, reason, NO_ANSWER, responder)
+
+    async def abort_run(self, tenant: str, run_id: str) -> list[str]:
+        now = now_ms()
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for shard in range(keys.SHARDS):
+                await self._abort(
+                    keys=[keys.run(shard, tenant, run_id)],
+                    args=[now, self.keep_ms, self.maxlen, NO_ANSWER],
+                    client=pipe,
+                )
+            replies = await pipe.execute()
+        ended = [qid.decode() for reply in replies for qid in reply]
+        if ended:
+            await self.redis.zrem(keys.tenant_pending(tenant), *ended)
+        return ended
+
+    async def sweep_shard(self, shard: int, now: int | None = None) -> list[tuple[str, str]]:
+        """End up to sweep_batch overdue questions of one shard; returns (id, tenant)."""
+        reply = await self._sweep(
+            keys=[keys.due(shard)],
+            args=[now or now_ms(), self.settings.sweep_batch, self.keep_ms, self.maxlen,
+                  NO_ANSWER],
+        )
+        pairs = [(reply[i].decode(), reply[i + 1].decode()) for i in range(0, len(reply), 2)]
+        if pairs:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for qid, tenant in pairs:
+                    pipe.zrem(keys.tenant_pending(tenant), qid)
+                await pipe.execute()
+        return pairs
+
+    async def set_delivery(
+        self,
+        question_id: str,
+        index: int,
+        state: str,
+        *,
+        expect: str = "",
+        error: str | None = None,
+        ref: dict[str, Any] | None = None,
+    ) -> tuple[str, str]:
+        """Record a target's delivery state (compare-and-set on `expect` when given).
+        Returns ('ok', '1' if the question ended as delivery_failed else '0'),
+        ('conflict', current_state) or ('missing', '')."""
+        now = now_ms()
+        doc = orjson.dumps({"status": state, "error": error, "ref": ref, "at": iso(now)})
+        reply = await self._delivery(
+            keys=[keys.question(question_id)],
+            args=[question_id, index, state, doc, expect, now, self.keep_ms, self.maxlen,
+                  NO_ANSWER],
+        )
+        return reply[0].decode(), (reply[1].decode() if len(reply) > 1 else "")

@@ -1,0 +1,115 @@
+"""Fixtures shared by every test layer.
+
+Redis is always a real `redis-server` started here on a free port (never the machine's
+6379); each test gets it flushed. The API runs in-process with its lifespan, reached with
+httpx; e2e tests start the services as processes instead (tests/e2e/conftest.py).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from redis.asyncio import Redis
+
+from askgate.redis_server import RedisProcess
+from askgate.settings import Settings
+from askgate.tenants import create_tenant
+
+SECRET = "test-secret-" + "x" * 32
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for layer in ("unit", "integration", "e2e"):
+            if f"tests/{layer}/" in str(item.path).replace("\\", "/"):
+                item.add_marker(getattr(pytest.mark, layer))
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisProcess]:
+    with RedisProcess() as server:
+        yield server
+
+
+@pytest.fixture
+async def redis(redis_server: RedisProcess) -> AsyncIterator[Redis]:
+    client = Redis.from_url(redis_server.url)
+    await client.flushall()
+    yield client
+    await client.aclose()
+
+
+def make_settings(url: str, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "redis_url": url,
+        "secret_key": SECRET,
+        "timeout_min_s": 1,
+        "timeout_default_s": 900,
+        "timeout_max_s": 3600,
+        "sweep_interval_ms": 50,
+        **overrides,
+    }
+    return Settings(**values)
+
+
+@pytest.fixture
+def settings(redis_server: RedisProcess) -> Settings:
+    return make_settings(redis_server.url)
+
+
+class Tenant:
+    def __init__(self, tenant_id: str, api_key: str, webhook_secret: str) -> None:
+        self.id = tenant_id
+        self.api_key = api_key
+        self.webhook_secret = webhook_secret
+        self.headers = {"Authorization": f"Bearer {api_key}"}
+
+
+@pytest.fixture
+async def tenant(redis: Redis) -> Tenant:
+    t, key = await create_tenant(redis, "acme-" + secrets.token_hex(3))
+    return Tenant(t.id, key, t.webhook_secret)
+
+
+@pytest.fixture
+async def other_tenant(redis: Redis) -> Tenant:
+    t, key = await create_tenant(redis, "globex-" + secrets.token_hex(3))
+    return Tenant(t.id, key, t.webhook_secret)
+
+
+@pytest.fixture
+async def app_client(settings: Settings, redis: Redis) -> AsyncIterator[httpx.AsyncClient]:
+    """The real API app (lifespan included) behind an in-process httpx client."""
+    from askgate_api.app import create_app
+
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://askgate") as client:
+            client.app = app  # type: ignore[attr-defined]
+            yield client
+
+
+def ask_body(session: str = "s1", **extra: Any) -> dict[str, Any]:
+    """The SPEC §1 example ask, with the context beside it."""
+    return {
+        "questions": [
+            {
+                "id": "deploy_target",
+                "header": "Deploy",
+                "question": "Where should I deploy this build?",
+                "options": [
+                    {"label": "Staging (Recommended)", "description": "Safe, reversible"},
+                    {"label": "Production"},
+                ],
+                "multiSelect": False,
+            }
+        ],
+        "timeoutSeconds": 900,
+        "session": session,
+        **extra,
+    }
