@@ -15,6 +15,7 @@ import httpx
 import pytest
 from redis.asyncio import Redis
 
+from askgate.conn import connect
 from askgate.redis_server import RedisProcess
 from askgate.settings import Settings
 from askgate.tenants import create_tenant
@@ -37,7 +38,7 @@ def redis_server() -> Iterator[RedisProcess]:
 
 @pytest.fixture
 async def redis(redis_server: RedisProcess) -> AsyncIterator[Redis]:
-    client = Redis.from_url(redis_server.url)
+    client = connect(redis_server.url, max_connections=64)
     await client.flushall()
     yield client
     await client.aclose()

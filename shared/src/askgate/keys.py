@@ -91,6 +91,22 @@ def group(channel: str) -> str:
     return f"{PREFIX}:{channel}"
 
 
+# -- webhooks ------------------------------------------------------------------------------
+
+# The RQ queue the webhook jobs go through (RQ prefixes its own keys with `rq:`).
+WEBHOOK_QUEUE = "askgate-webhooks"
+
+
+def webhook_dead(shard: int) -> str:
+    """STREAM of webhook deliveries that gave up (dead letters) for questions of a shard;
+    written in the same script as the question's `webhook` field, hence sharded."""
+    return f"{tag(shard)}:webhooks:dead"
+
+
+def all_webhook_dead() -> list[str]:
+    return [webhook_dead(s) for s in range(SHARDS)]
+
+
 # -- tenants (not sharded: read by key, never in a script with question keys) ------------
 
 
@@ -116,6 +132,32 @@ def tenant_rate(tenant_id: str) -> str:
 
 def health(service: str, instance: str) -> str:
     return f"{PREFIX}:health:{service}:{instance}"
+
+
+
+# -- Telegram worker (never in a script with question keys, so no shard tag) ---------------
+
+
+def telegram_chat(tenant_id: str, chat_id: str) -> str:
+    """ZSET of question ids whose prompt is shown in a chat, scored by delivery time (ms):
+    the chat's next message answers the newest one still pending."""
+    return f"{PREFIX}:tg:chat:{tenant_id}:{chat_id}"
+
+
+def telegram_prompt(tenant_id: str, chat_id: str, message_id: int | str) -> str:
+    """STRING `<question id> <target index> <kind>` for a message the bot sent (the
+    prompt or an "Other…" ForceReply), so a reply to it finds its question."""
+    return f"{PREFIX}:tg:msg:{tenant_id}:{chat_id}:{message_id}"
+
+
+def telegram_update(bot_id: int | str, update_id: int | str) -> str:
+    """Marker of a handled update (Telegram retries webhooks; dedupe by update_id)."""
+    return f"{PREFIX}:tg:upd:{bot_id}:{update_id}"
+
+
+def telegram_selection(question_id: str, target_index: int) -> str:
+    """SET of option indexes ticked on a multi-select prompt's keyboard."""
+    return f"{PREFIX}:tg:sel:{question_id}:{target_index}"
 
 
 # The Lua side of the names above, for scripts that find a question's related keys from

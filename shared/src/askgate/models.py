@@ -366,9 +366,12 @@ def describe_errors(errors: list[Any]) -> list[str]:
         path = _path(tuple(err.get("loc", ())))
         if kind == "askgate":
             msg = str(err["msg"])
-            # A model-level rule names fields relative to its model.
-            if msg.startswith(("options[", "questions[")) and path != "body":
-                lines.append(f"{path}.{msg}" if not msg.startswith("questions[") else msg)
+            # A model-level rule names fields relative to its model; the ask's own rule
+            # already names the full path (its loc is the body itself).
+            if msg.startswith("questions["):
+                lines.append(msg)
+            elif msg.startswith("options[") and path != "body":
+                lines.append(f"{path}.{msg}")
             else:
                 lines.append(f"{path} {msg}")
         elif kind == "int_from_float":

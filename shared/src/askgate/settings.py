@@ -27,6 +27,9 @@ class Settings(BaseSettings):
     # The URL agents use to reach the API, and the web Control UI's public base URL.
     public_url: str = ""
     web_base_url: str = "http://127.0.0.1:8001"
+    # Where the web Control UI service listens (its public base is web_base_url).
+    web_host: str = "127.0.0.1"
+    web_port: int = Field(8001, ge=1, le=65535)
     # Signs Control UI links and anything else askgate signs for itself.
     secret_key: str = Field("", min_length=0)
 

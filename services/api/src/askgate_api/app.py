@@ -13,6 +13,7 @@ from fastapi.responses import Response
 from redis.asyncio import Redis
 from redis.exceptions import BusyLoadingError, ConnectionError, TimeoutError
 
+from askgate.conn import connect
 from askgate.errors import AskgateError, Unavailable
 from askgate.models import describe_errors
 from askgate.settings import Settings
@@ -28,10 +29,7 @@ log = structlog.get_logger("askgate.api")
 
 def make_redis(settings: Settings) -> Redis:
     # Short connect timeout: an unreachable Redis must become a quick 503, not a hang.
-    return Redis.from_url(
-        settings.redis_url, socket_connect_timeout=1.0, socket_timeout=5.0,
-        max_connections=256,
-    )
+    return connect(settings.redis_url, max_connections=256, connect_timeout_s=1.0)
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -40,7 +38,7 @@ def create_app(settings: Settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         redis = make_redis(settings)
-        pubsub_redis = Redis.from_url(settings.redis_url, socket_connect_timeout=1.0)
+        pubsub_redis = connect(settings.redis_url, max_connections=4, socket_timeout_s=None)
         app.state.redis = redis
         app.state.store = Store(redis, settings)
         app.state.tenants = TenantCache(redis)

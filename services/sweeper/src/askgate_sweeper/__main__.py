@@ -11,10 +11,10 @@ import asyncio
 import sys
 
 import structlog
-from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from askgate import health, keys
+from askgate.conn import connect
 from askgate.errors import ConfigError
 from askgate.logs import configure_logging
 from askgate.runner import run_service
@@ -45,7 +45,7 @@ async def sweep_once(store: Store) -> int:
 
 
 async def serve(settings: Settings, stop: asyncio.Event) -> None:
-    redis = Redis.from_url(settings.redis_url, socket_connect_timeout=2.0, socket_timeout=10.0)
+    redis = connect(settings.redis_url, max_connections=8, socket_timeout_s=30.0)
     store = Store(redis, settings)
     beat = asyncio.create_task(health.beat_forever(redis, SERVICE, stop))
     log.info("sweeper.started", interval_ms=settings.sweep_interval_ms)

@@ -1,0 +1,148 @@
+"""The event reader: one broadcast read of the `web` streams per process, fanned out to
+the open pages of each session.
+
+Every replica reads every event (plain XREAD from the streams' tails, no consumer group
+that would hand an event to one replica only), looks up the question's tenant and
+session, and wakes the SSE connections of that session. A change only tells a page to
+re-read its view, so nothing here needs to be exactly-once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from dataclasses import dataclass
+
+import orjson
+import structlog
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from askgate import keys
+from askgate_web.config import ERROR_BACKOFF_S, READ_BLOCK_MS, READ_COUNT, SUBSCRIBER_BACKLOG
+
+log = structlog.get_logger("askgate.web")
+SessionKey = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One event of a session's question, as sent to its pages."""
+
+    type: str
+    question_id: str
+    status: str = ""
+    reason: str = ""
+
+    def json(self) -> str:
+        return orjson.dumps(
+            {"type": self.type, "id": self.question_id, "status": self.status,
+             "reason": self.reason}
+        ).decode()
+
+
+Queue = asyncio.Queue[Change | None]
+
+
+class Hub:
+    """The SSE connections of this process by (tenant, session), and the reader that
+    feeds them. `None` in a queue means the process is stopping: end the stream."""
+
+    def __init__(self) -> None:
+        self._subs: dict[SessionKey, set[Queue]] = defaultdict(set)
+        self.closing = False
+        self.ready = asyncio.Event()
+
+    @property
+    def connections(self) -> int:
+        return sum(len(queues) for queues in self._subs.values())
+
+    def subscribe(self, tenant: str, session: str) -> Queue:
+        queue: Queue = asyncio.Queue(SUBSCRIBER_BACKLOG)
+        if self.closing:
+            queue.put_nowait(None)
+        self._subs[(tenant, session)].add(queue)
+        return queue
+
+    def unsubscribe(self, tenant: str, session: str, queue: Queue) -> None:
+        queues = self._subs.get((tenant, session))
+        if queues is not None:
+            queues.discard(queue)
+            if not queues:
+                del self._subs[(tenant, session)]
+
+    def publish(self, tenant: str, session: str, change: Change) -> int:
+        queues = self._subs.get((tenant, session), set())
+        for queue in queues:
+            if not queue.full():
+                queue.put_nowait(change)
+        return len(queues)
+
+    def close(self) -> None:
+        """End every open stream (called once the server starts stopping)."""
+        if self.closing:
+            return
+        self.closing = True
+        for queues in self._subs.values():
+            for queue in queues:
+                while queue.full():
+                    queue.get_nowait()
+                queue.put_nowait(None)
+
+    async def run(self, redis: Redis) -> None:
+        """Read the web streams until cancelled, from their tails at start-up."""
+        last: dict[str, str] = {}
+        while not last:
+            try:
+                last = await self._tails(redis)
+            except (RedisError, OSError) as exc:
+                log.warning("web.redis_error", error=str(exc))
+                await asyncio.sleep(ERROR_BACKOFF_S)
+        self.ready.set()
+        log.info("web.reader_started", streams=len(last))
+        while True:
+            try:
+                reply = await redis.xread(
+                    last,  # type: ignore[arg-type]
+                    count=READ_COUNT, block=READ_BLOCK_MS,
+                )
+            except (RedisError, OSError) as exc:
+                # Keep the positions: the entries are still in the streams after an outage.
+                self.ready.clear()
+                log.warning("web.redis_error", error=str(exc))
+                await asyncio.sleep(ERROR_BACKOFF_S)
+                continue
+            self.ready.set()
+            for stream, entries in reply:
+                for entry_id, fields in entries:
+                    last[stream.decode()] = entry_id.decode()
+                    if self._subs:
+                        await self._dispatch(redis, fields)
+
+    async def _tails(self, redis: Redis) -> dict[str, str]:
+        names = keys.all_events("web")
+        async with redis.pipeline(transaction=False) as pipe:
+            for name in names:
+                pipe.xrevrange(name, count=1)
+            rows = await pipe.execute()
+        return {
+            name: (row[0][0].decode() if row else "0-0")
+            for name, row in zip(names, rows, strict=True)
+        }
+
+    async def _dispatch(self, redis: Redis, fields: dict[bytes, bytes]) -> None:
+        qid = fields.get(b"id", b"").decode()
+        try:
+            key = keys.question(qid)
+        except ValueError:
+            return
+        tenant, session = await redis.hmget(key, ["tenant", "session"])  # type: ignore[misc]
+        if tenant is None or session is None:
+            return
+        change = Change(
+            type=fields.get(b"type", b"").decode(),
+            question_id=qid,
+            status=fields.get(b"status", b"").decode(),
+            reason=fields.get(b"reason", b"").decode(),
+        )
+        self.publish(tenant.decode(), session.decode(), change)

@@ -1,0 +1,191 @@
+"""`AsyncAskgate`: the asyncio client. `ask()` blocks (asynchronously) until the human
+answers or the question ends; cancelling the calling task cancels the question."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any, overload
+
+import anyio
+import httpx
+import structlog
+
+from askgate.client import _protocol as p
+from askgate.client._types import AskResult, Question, QuestionSpec
+
+log = structlog.get_logger("askgate.client")
+
+
+class AsyncAskgate:
+    """An askgate API client for asyncio (and anyio) code.
+
+    `base_url` and `api_key` default to `ASKGATE_URL` and `ASKGATE_API_KEY`; `session`,
+    `targets` and `locale` set defaults for every ask. Connection errors and 429/502/
+    503/504 answers are retried with backoff (honouring Retry-After) for up to
+    `retry_for_s` of continuous failure. Use as `async with AsyncAskgate(...) as ag:`.
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        session: str | None = None,
+        targets: Sequence[Mapping[str, Any]] | None = None,
+        locale: str | None = None,
+        retry_for_s: float = p.RETRY_FOR_S,
+        http: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.base_url = p.base_url_from_env(base_url)
+        self.session = session
+        self.targets = targets
+        self.locale = locale
+        self.retry_for_s = retry_for_s
+        self._owns_http = http is None
+        self._http = http or httpx.AsyncClient()
+        self._headers = {"Authorization": f"Bearer {p.api_key_from_env(api_key)}"}
+
+    async def __aenter__(self) -> AsyncAskgate:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._owns_http:
+            await self._http.aclose()
+
+    async def ask(
+        self,
+        questions: Sequence[QuestionSpec] | Sequence[Mapping[str, Any]],
+        *,
+        timeout_s: int | None = None,
+        session: str | None = None,
+        targets: Sequence[Mapping[str, Any]] | None = None,
+        run_id: str | None = None,
+        agent_id: str | None = None,
+        tool_call_id: str | None = None,
+        locale: str | None = None,
+        callback_url: str | None = None,
+        primary: bool = True,
+    ) -> AskResult:
+        """Ask and wait until the question is final; return its `AskResult`.
+
+        Re-waits across long-poll windows, API restarts and dropped connections; the
+        question is asked once (a retried POST carries the same `tool_call_id`). If the
+        calling task is cancelled, the question is cancelled before the cancellation
+        propagates. Raises `InvalidAsk` (422, the message names the field),
+        `SessionBusyError`, another `ApiError`, or `ApiUnavailable`.
+        """
+        question = await self.start(
+            questions, timeout_s=timeout_s, session=session, targets=targets, run_id=run_id,
+            agent_id=agent_id, tool_call_id=tool_call_id, locale=locale,
+            callback_url=callback_url, primary=primary,
+        )
+        try:
+            return await self.wait(question.id)
+        except anyio.get_cancelled_exc_class():
+            # Shielded: under anyio the cancelled scope would cancel this call too.
+            with anyio.CancelScope(shield=True), anyio.move_on_after(p.CANCEL_GRACE_S):
+                await self._cancel_quietly(question.id)
+            raise
+
+    async def start(
+        self,
+        questions: Sequence[QuestionSpec] | Sequence[Mapping[str, Any]],
+        *,
+        timeout_s: int | None = None,
+        session: str | None = None,
+        targets: Sequence[Mapping[str, Any]] | None = None,
+        run_id: str | None = None,
+        agent_id: str | None = None,
+        tool_call_id: str | None = None,
+        locale: str | None = None,
+        callback_url: str | None = None,
+        primary: bool = True,
+    ) -> Question:
+        """Ask without waiting; returns the pending question (use `wait()` later).
+
+        Without a `tool_call_id` one is generated, so a POST retried after a dropped
+        connection returns the same question instead of asking twice.
+        """
+        session = session or self.session
+        if not session:
+            raise ValueError("session is required: pass session= here or to the client")
+        body = p.ask_body(
+            questions, session=session, timeout_s=timeout_s,
+            tool_call_id=tool_call_id or p.new_tool_call_id(),
+            targets=targets if targets is not None else self.targets, run_id=run_id,
+            agent_id=agent_id, locale=locale or self.locale, callback_url=callback_url,
+            primary=primary,
+        )
+        question = Question.from_resource(await self._request("POST", "/v1/questions", json=body))
+        log.debug("client.asked", question_id=question.id, session=session)
+        return question
+
+    @overload
+    async def wait(self, question_id: str) -> AskResult: ...
+    @overload
+    async def wait(self, question_id: str, *, timeout_s: float | None) -> AskResult | None: ...
+
+    async def wait(self, question_id: str, *, timeout_s: float | None = None) -> AskResult | None:
+        """Wait until the question is final and return its `AskResult`; with `timeout_s`,
+        return None if it is still pending after that long (the question stays pending)."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            window = p.WAIT_WINDOW_S
+            if deadline is not None:
+                window = max(0.0, min(window, deadline - time.monotonic()))
+            body = await self._request(
+                "GET", f"/v1/questions/{question_id}/wait", params={"timeout_s": round(window, 3)},
+                read_timeout_s=window + p.READ_SLACK_S,
+            )
+            outcome = Question.from_resource(body).outcome()
+            if outcome is not None:
+                return outcome
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+
+    async def get(self, question_id: str) -> Question:
+        """The question resource as it is now."""
+        return Question.from_resource(await self._request("GET", f"/v1/questions/{question_id}"))
+
+    async def cancel(self, question_id: str) -> Question:
+        """End a pending question as `no_answer` / `cancelled` (409 if it already ended)."""
+        path = f"/v1/questions/{question_id}/cancel"
+        return Question.from_resource(await self._request("POST", path))
+
+    async def _cancel_quietly(self, question_id: str) -> None:
+        try:
+            await self.cancel(question_id)
+            log.info("client.cancelled", question_id=question_id)
+        except Exception as exc:  # already final, or unreachable: nothing more to do
+            log.info("client.cancel_failed", question_id=question_id, error=str(exc))
+
+    async def _request(
+        self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None,
+        read_timeout_s: float = 30.0,
+    ) -> dict[str, Any]:
+        retrier = p.Retrier(self.retry_for_s)
+        while True:
+            failure: httpx.Response | Exception
+            try:
+                resp = await self._http.request(
+                    method, self.base_url + path, json=json, params=params,
+                    headers=self._headers, timeout=p.http_timeout(read_timeout_s),
+                )
+            except httpx.TransportError as exc:
+                failure = exc
+            else:
+                if resp.status_code not in p.RETRY_STATUSES:
+                    return p.parse(resp)
+                failure = resp
+            delay = retrier.delay_after(failure)
+            log.info("client.retry", method=method, path=path, delay_s=round(delay, 2),
+                     failure=getattr(failure, "status_code", None) or type(failure).__name__)
+            await anyio.sleep(delay)

@@ -1,0 +1,146 @@
+"""What the sync and async clients share: the ask body, response parsing, and the retry
+policy. No I/O here, so both clients behave the same by construction."""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+import orjson
+
+from askgate.client._errors import ApiUnavailable, api_error
+from askgate.client._types import QuestionSpec
+
+# The API caps one long-poll at 60 s (tool-call time limits); the client re-waits.
+WAIT_WINDOW_S = 60.0
+# Read timeout beyond the window: a long-poll answers by then or the connection is dead.
+READ_SLACK_S = 15.0
+# 429/503 say "come back"; 502/504 are proxies in front of an API that is restarting.
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+BACKOFF_FIRST_S = 0.1
+BACKOFF_MAX_S = 5.0
+# How long an outage may last before the client gives up (the result stays readable
+# for a day, so a caller that catches ApiUnavailable can wait() again later).
+RETRY_FOR_S = 600.0
+# A cancel on the way out (the caller was cancelled) gets this long, then is abandoned.
+CANCEL_GRACE_S = 5.0
+
+
+def base_url_from_env(base_url: str | None) -> str:
+    url = base_url or os.environ.get("ASKGATE_URL", "")
+    if not url:
+        raise ValueError("no askgate URL: pass base_url or set ASKGATE_URL")
+    return url.rstrip("/")
+
+
+def api_key_from_env(api_key: str | None) -> str:
+    key = api_key or os.environ.get("ASKGATE_API_KEY", "")
+    if not key:
+        raise ValueError("no askgate API key: pass api_key or set ASKGATE_API_KEY")
+    return key
+
+
+def new_tool_call_id() -> str:
+    return "askgate-client-" + uuid.uuid4().hex
+
+
+def ask_body(
+    questions: Sequence[QuestionSpec] | Sequence[Mapping[str, Any]],
+    *,
+    session: str,
+    timeout_s: int | None,
+    tool_call_id: str,
+    targets: Sequence[Mapping[str, Any]] | None,
+    run_id: str | None,
+    agent_id: str | None,
+    locale: str | None,
+    callback_url: str | None,
+    primary: bool,
+) -> dict[str, Any]:
+    """The POST /v1/questions body: the tool input with the context beside it."""
+    body: dict[str, Any] = {
+        "questions": [dict(q) for q in questions],
+        "session": session,
+        "tool_call_id": tool_call_id,
+    }
+    optional: dict[str, Any] = {
+        "timeoutSeconds": timeout_s,
+        "targets": [dict(t) for t in targets] if targets else None,
+        "run_id": run_id,
+        "agent_id": agent_id,
+        "locale": locale,
+        "callback_url": callback_url,
+    }
+    body.update({k: v for k, v in optional.items() if v is not None})
+    if not primary:
+        body["primary"] = False
+    return body
+
+
+def parse(resp: httpx.Response) -> dict[str, Any]:
+    """The JSON body of a 2xx response; any other status raises the mapped ApiError."""
+    try:
+        body = orjson.loads(resp.content) if resp.content else {}
+    except orjson.JSONDecodeError:
+        body = None
+    if resp.is_success and isinstance(body, dict):
+        return body
+    raise api_error(resp.status_code, body)
+
+
+def retry_after_s(resp: httpx.Response) -> float | None:
+    """Retry-After as seconds (delta-seconds or an HTTP date), None when absent or bad."""
+    value = resp.headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+class Retrier:
+    """Exponential backoff with jitter over one streak of failures, honouring
+    Retry-After; raises ApiUnavailable once the streak outlasts `retry_for_s`."""
+
+    def __init__(self, retry_for_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.retry_for_s = retry_for_s
+        self.clock = clock
+        self.attempt = 0
+        self.since: float | None = None
+
+    def delay_after(self, failure: httpx.Response | Exception) -> float:
+        now = self.clock()
+        if self.since is None:
+            self.since = now
+        elapsed = now - self.since
+        if elapsed >= self.retry_for_s:
+            what = (
+                f"HTTP {failure.status_code}" if isinstance(failure, httpx.Response)
+                else f"{type(failure).__name__}: {failure}"
+            )
+            raise ApiUnavailable(
+                f"askgate API unavailable for {elapsed:.0f}s (last: {what}); giving up"
+            )
+        backoff = min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2.0**self.attempt)
+        self.attempt += 1
+        delay = backoff * (0.5 + random.random() / 2)
+        if isinstance(failure, httpx.Response):
+            hinted = retry_after_s(failure)
+            if hinted is not None:
+                delay = hinted
+        return min(delay, max(0.0, self.retry_for_s - elapsed))
+
+
+def http_timeout(read_s: float) -> httpx.Timeout:
+    return httpx.Timeout(10.0, read=read_s)

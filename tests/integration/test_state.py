@@ -1,0 +1,262 @@
+"""The state machine on real Redis: races, the sweeper, delivery failure, the keyspace."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import Counter
+from typing import Any
+
+import pytest
+from redis.asyncio import Redis
+
+from askgate import keys
+from askgate.conn import connect
+from askgate.errors import AlreadyFinal
+from askgate.models import QuestionCreate
+from askgate.settings import Settings
+from askgate.store import Store
+from askgate.timeutil import now_ms
+from askgate_sweeper.__main__ import sweep_once
+from tests.conftest import Tenant, ask_body
+
+FUTURE_MS = 10**9 * 1000 * 3  # far past any deadline
+
+
+async def create_many(store: Store, tenant: str, n: int, prefix: str, **extra: Any) -> list[str]:
+    ids = []
+    for i in range(n):
+        rec, created = await store.create(
+            tenant, QuestionCreate.model_validate(ask_body(session=f"{prefix}-{i}", **extra)),
+            max_pending=10**6, asks_per_s=10**6,
+        )
+        assert created
+        ids.append(rec.id)
+    return ids
+
+
+class Notifications:
+    """Counts result messages per question id on the public result channels."""
+
+    def __init__(self, redis: Redis) -> None:
+        self.redis = redis
+        self.counts: Counter[str] = Counter()
+        self.payloads: dict[str, bytes] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> Notifications:
+        self.pubsub = self.redis.pubsub()
+        await self.pubsub.psubscribe(keys.RESULT_PATTERN)
+        await self.pubsub.get_message(timeout=1.0)  # the subscribe confirmation
+        self._task = asyncio.create_task(self._run())
+        return self
+
+    async def _run(self) -> None:
+        while True:
+            msg = await self.pubsub.get_message(timeout=1.0)
+            if msg and msg["type"] == "pmessage":
+                qid = msg["channel"].decode().rsplit(":", 1)[1]
+                self.counts[qid] += 1
+                self.payloads[qid] = msg["data"]
+
+    async def settle(self, expected: int) -> None:
+        for _ in range(500):
+            if sum(self.counts.values()) >= expected:
+                break
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.2)  # anything extra would arrive now
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        await self.pubsub.aclose()
+        await self.redis.aclose()
+
+
+async def test_answer_vs_expiry_races(redis: Redis, redis_server: Any, settings: Settings,
+                                      tenant: Tenant) -> None:
+    """1,000 answers racing the sweeper end in exactly one final state and one notice each."""
+    store = Store(redis, settings)
+    ids = await create_many(store, tenant.id, 1000, "race")
+    answered: set[str] = set()
+    lost: set[str] = set()
+
+    async def answer(qid: str) -> None:
+        try:
+            await store.answer(tenant.id, qid, {"deploy_target": ["Production"]})
+            answered.add(qid)
+        except AlreadyFinal as exc:
+            assert exc.message == "This question has expired."
+            lost.add(qid)
+
+    async def sweeper() -> None:
+        replica = Store(connect(redis_server.url), settings)
+        for _ in range(3):
+            for shard in range(keys.SHARDS):
+                await replica.sweep_shard(shard, now=FUTURE_MS)
+            await asyncio.sleep(0)
+        await replica.redis.aclose()
+
+    async with Notifications(connect(redis_server.url)) as notes:
+        await asyncio.gather(*(answer(q) for q in ids), *(sweeper() for _ in range(3)))
+        await notes.settle(len(ids))
+    assert answered | lost == set(ids) and not answered & lost
+    assert answered and len(answered) < len(ids), "the race should go both ways"
+    assert set(notes.counts) == set(ids) and set(notes.counts.values()) == {1}
+    for qid in ids:
+        rec = await store.load(qid)
+        assert rec is not None
+        if qid in answered:
+            assert rec.status == "answered" and notes.payloads[qid].startswith(b'{"status":"ans')
+        else:
+            assert (rec.status, rec.reason) == ("no_answer", "timeout")
+            assert notes.payloads[qid] == b'{"status":"no_answer"}'
+        assert await redis.get(keys.result_key(qid)) == notes.payloads[qid]
+    resolved = Counter()
+    for stream in keys.all_events("web"):
+        for _, f in await redis.xrange(stream):
+            if f[b"type"] == b"question.resolved":
+                resolved[f[b"id"].decode()] += 1
+    assert resolved == Counter(dict.fromkeys(ids, 1))
+
+
+async def test_two_channels_answer_once(redis: Redis, settings: Settings, tenant: Tenant) -> None:
+    """Two answers arriving together from two channels: one wins, the other is told."""
+    store = Store(redis, settings)
+    (qid,) = await create_many(store, tenant.id, 1, "two")
+    results = await asyncio.gather(
+        store.answer(tenant.id, qid, {"deploy_target": ["Production"]}),
+        store.apply_reply((await store.load(qid)), "1"),  # type: ignore[arg-type]
+        return_exceptions=True,
+    )
+    errors = [r for r in results if isinstance(r, AlreadyFinal)]
+    assert len(errors) == 1 and errors[0].message == "This question was already answered."
+
+
+async def test_sweeper_expires_overdue_once(redis: Redis, redis_server: Any, settings: Settings,
+                                            tenant: Tenant) -> None:
+    """Two sweeper replicas together end every overdue question once, as no_answer/timeout."""
+    store = Store(redis, settings.model_copy(update={"sweep_batch": 50}))
+    due = await create_many(store, tenant.id, 300, "sw", timeoutSeconds=1)
+    keep = await create_many(store, tenant.id, 5, "keep", timeoutSeconds=600)
+    await asyncio.sleep(1.05)  # the 1 s questions are now overdue; the 600 s ones are not
+    replicas = [Store(connect(redis_server.url), store.settings) for _ in range(2)]
+    async with Notifications(connect(redis_server.url)) as notes:
+        counts = await asyncio.gather(*(sweep_once(r) for r in replicas))
+        await notes.settle(len(due))
+    assert sum(counts) == len(due)
+    assert set(notes.counts) == set(due) and set(notes.counts.values()) == {1}
+    for qid in keep:
+        rec = await store.load(qid)
+        assert rec is not None and rec.status == "pending"
+    rec = await store.load(due[0])
+    assert rec is not None and (rec.status, rec.reason) == ("no_answer", "timeout")
+    assert await redis.zcard(keys.tenant_pending(tenant.id)) == len(keep)
+    for r in replicas:
+        await r.redis.aclose()
+
+
+async def test_all_targets_failed_ends_question(redis: Redis, settings: Settings,
+                                                tenant: Tenant) -> None:
+    """When every target reports a permanent failure the question ends delivery_failed."""
+    store = Store(redis, settings)
+    targets = [{"channel": "telegram", "chat_id": "1"}, {"channel": "slack", "channel_id": "C1"}]
+    (qid,) = await create_many(store, tenant.id, 1, "df", targets=targets)
+    assert await store.set_delivery(qid, 0, "failed", error="bot was blocked") == ("ok", "0")
+    rec = await store.load(qid)
+    assert rec is not None and rec.status == "pending"
+    assert await store.set_delivery(qid, 1, "failed", error="channel_not_found") == ("ok", "1")
+    rec = await store.load(qid)
+    assert rec is not None and (rec.status, rec.reason) == ("no_answer", "delivery_failed")
+    assert [d.error for d in rec.deliveries()] == ["bot was blocked", "channel_not_found"]
+
+
+async def test_web_target_never_fails_delivery(redis: Redis, settings: Settings,
+                                               tenant: Tenant) -> None:
+    """With a web target, a failed chat target leaves the question pending."""
+    store = Store(redis, settings)
+    targets = [{"channel": "telegram", "chat_id": "1"}, {"channel": "web"}]
+    (qid,) = await create_many(store, tenant.id, 1, "dw", targets=targets)
+    assert await store.set_delivery(qid, 0, "failed", error="chat not found") == ("ok", "0")
+    rec = await store.load(qid)
+    assert rec is not None and rec.status == "pending"
+
+
+async def test_delivery_claim_is_compare_and_set(redis: Redis, settings: Settings,
+                                                 tenant: Tenant) -> None:
+    """Two consumers claiming one target: exactly one gets it."""
+    store = Store(redis, settings)
+    (qid,) = await create_many(store, tenant.id, 1, "cas",
+                               targets=[{"channel": "telegram", "chat_id": "5"}])
+    a, b = await asyncio.gather(
+        store.set_delivery(qid, 0, "sending", expect="pending"),
+        store.set_delivery(qid, 0, "sending", expect="pending"),
+    )
+    assert sorted([a[0], b[0]]) == ["conflict", "ok"]
+
+
+async def test_keyspace_after_full_lifecycle(redis: Redis, settings: Settings,
+                                             tenant: Tenant) -> None:
+    """After ask → answer exactly these keys exist, and every per-question key expires."""
+    store = Store(redis, settings)
+    before = {k.decode() for k in await redis.keys("*")}
+    (qid,) = await create_many(store, tenant.id, 1, "ks", run_id="run-1",
+                               targets=[{"channel": "telegram", "chat_id": "9"}])
+    shard = keys.shard_of(qid)
+    await store.answer(tenant.id, qid, {"deploy_target": ["Production"]})
+    after = {k.decode() for k in await redis.keys("*")} - before
+    assert after == {
+        keys.question(qid),
+        keys.result_key(qid),
+        keys.session_index(shard, tenant.id, "ks-0"),
+        keys.events(shard, "web"),
+        keys.events(shard, "telegram"),
+        keys.tenant_rate(tenant.id),
+    }
+    keep_ms = settings.result_ttl_s * 1000
+    for key in (keys.question(qid), keys.result_key(qid)):
+        ttl = await redis.pttl(key)
+        assert keep_ms - 60_000 < ttl <= keep_ms
+    assert 0 < await redis.pttl(keys.session_index(shard, tenant.id, "ks-0")) <= keep_ms + 900_000
+    assert 0 < await redis.pttl(keys.tenant_rate(tenant.id)) <= 1000
+    # Streams are capped by MAXLEN instead of a TTL: consumers may be down for a while.
+    assert await redis.pttl(keys.events(shard, "web")) == -1
+
+
+async def test_keyspace_while_pending(redis: Redis, settings: Settings, tenant: Tenant) -> None:
+    """A pending ask holds its hash, the session pointer, deadline, run and quota entries."""
+    store = Store(redis, settings)
+    before = {k.decode() for k in await redis.keys("*")}
+    (qid,) = await create_many(store, tenant.id, 1, "kp", run_id="r")
+    shard = keys.shard_of(qid)
+    after = {k.decode() for k in await redis.keys("*")} - before
+    assert after == {
+        keys.question(qid),
+        keys.pending(shard, tenant.id, "kp-0"),
+        keys.due(shard),
+        keys.session_index(shard, tenant.id, "kp-0"),
+        keys.run(shard, tenant.id, "r"),
+        keys.events(shard, "web"),
+        keys.tenant_pending(tenant.id),
+        keys.tenant_rate(tenant.id),
+    }
+    for key in after - {keys.due(shard), keys.events(shard, "web")}:
+        assert await redis.pttl(key) > 0, key
+    assert await redis.zscore(keys.due(shard), qid) == pytest.approx(
+        now_ms() + 900_000, abs=5_000)
+
+
+async def test_keys_share_the_question_hash_tag(tenant: Tenant) -> None:
+    """Every key one script touches carries the question's shard hash tag."""
+    from askgate.store import new_question_id
+
+    qid = new_question_id(tenant.id, "sess", None, None)
+    shard = keys.shard_of(qid)
+    tag = f"{{ag:{shard:02d}}}"
+    for key in (keys.question(qid), keys.result_key(qid), keys.due(shard),
+                keys.pending(shard, tenant.id, "sess"), keys.session_index(shard, tenant.id, "sess"),
+                keys.run(shard, tenant.id, "r"), keys.events(shard, "web")):
+        assert tag in key
+    assert shard == keys.shard_for(tenant.id, "sess")
