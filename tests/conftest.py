@@ -13,12 +13,11 @@ from typing import Any
 
 import httpx
 import pytest
-from redis.asyncio import Redis
-
 from askgate.conn import connect
 from askgate.redis_server import RedisProcess
 from askgate.settings import Settings
 from askgate.tenants import create_tenant
+from redis.asyncio import Redis
 
 SECRET = "test-secret-" + "x" * 32
 

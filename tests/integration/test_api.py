@@ -7,8 +7,8 @@ from typing import Any
 
 import httpx
 import pytest
-
 from askgate.settings import Settings
+
 from tests.conftest import Tenant, ask_body, make_settings
 
 THREE = [
@@ -293,7 +293,8 @@ async def test_run_abort_ends_run_in_every_shard(app_client: httpx.AsyncClient,
 
     ids = []
     for i in range(12):
-        ids.append((await ask(app_client, tenant, session=f"run-s{i}", run_id="run-7")).json()["id"])
+        r = await ask(app_client, tenant, session=f"run-s{i}", run_id="run-7")
+        ids.append(r.json()["id"])
     other = (await ask(app_client, tenant, session="run-other", run_id="run-8")).json()["id"]
     assert len({keys.shard_of(i) for i in ids}) > 1
     r = await app_client.post("/v1/runs/run-7/abort", headers=tenant.headers)
@@ -379,7 +380,7 @@ async def test_rate_limit_is_429_with_retry_after(redis: Any, redis_server: Any)
     from askgate.tenants import create_tenant
     from askgate_api.app import create_app
 
-    t, key = await create_tenant(redis, "rl", asks_per_s=3)
+    _t, key = await create_tenant(redis, "rl", asks_per_s=3)
     app = create_app(make_settings(redis_server.url))
     async with app.router.lifespan_context(app):
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
@@ -399,7 +400,7 @@ async def test_pending_quota_is_429_until_one_ends(redis: Any, settings: Setting
     from askgate.tenants import create_tenant
     from askgate_api.app import create_app
 
-    t, key = await create_tenant(redis, "pq", max_pending=2)
+    _t, key = await create_tenant(redis, "pq", max_pending=2)
     h = {"Authorization": f"Bearer {key}"}
     app = create_app(settings)
     async with app.router.lifespan_context(app):

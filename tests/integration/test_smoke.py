@@ -25,4 +25,6 @@ async def test_ask_answer_result_roundtrip(app_client: httpx.AsyncClient, tenant
     }
     redis = app_client.app.state.redis  # type: ignore[attr-defined]
     raw = await redis.get(q["result_key"])
-    assert raw == b'{"status":"answered","answers":{"answers":{"deploy_target":["Staging (Recommended)"]}}}'
+    assert raw == (
+        b'{"status":"answered","answers":{"answers":{"deploy_target":["Staging (Recommended)"]}}}'
+    )

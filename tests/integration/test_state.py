@@ -8,8 +8,6 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from redis.asyncio import Redis
-
 from askgate import keys
 from askgate.conn import connect
 from askgate.errors import AlreadyFinal
@@ -18,6 +16,8 @@ from askgate.settings import Settings
 from askgate.store import Store
 from askgate.timeutil import now_ms
 from askgate_sweeper.__main__ import sweep_once
+from redis.asyncio import Redis
+
 from tests.conftest import Tenant, ask_body
 
 FUTURE_MS = 10**9 * 1000 * 3  # far past any deadline
@@ -256,7 +256,8 @@ async def test_keys_share_the_question_hash_tag(tenant: Tenant) -> None:
     shard = keys.shard_of(qid)
     tag = f"{{ag:{shard:02d}}}"
     for key in (keys.question(qid), keys.result_key(qid), keys.due(shard),
-                keys.pending(shard, tenant.id, "sess"), keys.session_index(shard, tenant.id, "sess"),
+                keys.pending(shard, tenant.id, "sess"),
+                keys.session_index(shard, tenant.id, "sess"),
                 keys.run(shard, tenant.id, "r"), keys.events(shard, "web")):
         assert tag in key
     assert shard == keys.shard_for(tenant.id, "sess")

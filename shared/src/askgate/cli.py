@@ -44,7 +44,7 @@ async def _tenant_create(name: str, max_pending: int | None, asks_per_s: int | N
 async def _tenant_list() -> int:
     redis = Redis.from_url(redis_url(), socket_connect_timeout=2.0)
     try:
-        for tid in sorted(m.decode() for m in await redis.smembers("askgate:tenants")):  # type: ignore[misc]
+        for tid in sorted(m.decode() for m in await redis.smembers("askgate:tenants")):
             t = await tenants.load_tenant(redis, tid)
             if t:
                 print(f"{t.id}\t{t.name}\t{', '.join(sorted(t.channels or {})) or '-'}")

@@ -157,7 +157,7 @@ class StreamConsumer:
         for ev in events:
             by_question.setdefault(ev.question_id, []).append(ev)
         tasks = [asyncio.create_task(self._handle_in_order(evs)) for evs in by_question.values()]
-        done, pending = await asyncio.wait(tasks, timeout=None)
+        _done, pending = await asyncio.wait(tasks, timeout=None)
         for t in pending:  # pragma: no cover - wait without timeout leaves none
             t.cancel()
 
@@ -167,7 +167,7 @@ class StreamConsumer:
                 await self.handler(ev)
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # noqa: BLE001 - left pending, reclaimed and retried
+            except Exception as exc:
                 log.exception("consumer.handler_failed", channel=self.channel,
                               question_id=ev.question_id, type=ev.type, error=str(exc))
                 return  # later events of this question wait for the retry, in order

@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from askgate.cli import RUN_DIR
 from askgate.redis_server import RedisProcess, free_port

@@ -148,7 +148,8 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
 }
 
 # Words that skip the whole ask, in every locale (a Turkish user may still type "skip").
-SKIP_WORDS: Final[frozenset[str]] = frozenset({"skip", "atla", "छोड़ें", "/skip"})  # compared after NFC
+# Compared after NFC normalisation.
+SKIP_WORDS: Final[frozenset[str]] = frozenset({"skip", "atla", "छोड़ें", "/skip"})
 
 
 def t(locale: str, key: str, **kwargs: object) -> str:

@@ -19,7 +19,7 @@ from askgate.models import RECOMMENDED, QuestionIn
 
 _NUMBER = re.compile(r"^\s*(\d{1,3})\s*[.)]?\s*$")
 _SPLIT = re.compile(r"[,;\n]")
-_KEYED = re.compile(r"^\s*([^:=]+?)\s*(?::|=|\s-\s|-)\s*(.*)$")
+_SEPARATOR = re.compile(r"\s*(?::|=|\s-\s|-)\s*")
 
 
 @dataclass(frozen=True)
@@ -43,12 +43,15 @@ def match_label(question: QuestionIn, text: str) -> str | None:
     want = " ".join(normalize(text).split()).casefold()
     if not want:
         return None
-    for opt in question.options:
-        label = opt.label.casefold()
+    labels = [(opt.label, normalize(opt.label).casefold()) for opt in question.options]
+    # A whole label wins over another label without its suffix (`fast` vs `Fast (Rec…)`).
+    for declared, label in labels:
         if want == label:
-            return opt.label
-        if label.endswith(RECOMMENDED.casefold()) and want == label[: -len(RECOMMENDED)]:
-            return opt.label
+            return declared
+    suffix = RECOMMENDED.casefold()
+    for declared, label in labels:
+        if label.endswith(suffix) and want == label[: -len(suffix)]:
+            return declared
     return None
 
 
@@ -86,7 +89,7 @@ def parse_value(question: QuestionIn, text: str, *, split_lines: bool = True) ->
 
 def _key_index(questions: Sequence[QuestionIn], key: str) -> int | None:
     k = " ".join(key.split()).casefold()
-    if k.isdigit() and 1 <= int(k) <= len(questions):
+    if k.isdecimal() and 1 <= int(k) <= len(questions):  # isdigit() takes "²", int() not
         return int(k) - 1
     for i, q in enumerate(questions):
         if k in (q.id, q.header.casefold(), q.question.casefold().rstrip("?")) or (
@@ -102,16 +105,29 @@ def _keyed(questions: Sequence[QuestionIn], lines: list[str]) -> dict[int, str] 
     for line in lines:
         if not line.strip():
             continue
-        m = _KEYED.match(line)
-        idx = _key_index(questions, m.group(1)) if m else None
-        if m is None or idx is None:
+        pair = _split_key(questions, line)
+        if pair is None:
             return None
-        found[idx] = f"{found[idx]}, {m.group(2)}" if idx in found else m.group(2)
+        idx, value = pair
+        found[idx] = f"{found[idx]}, {value}" if idx in found else value
     return found or None
 
 
+def _split_key(questions: Sequence[QuestionIn], line: str) -> tuple[int, str] | None:
+    """The first `key<sep>value` split of `line` whose key names a question: a header
+    such as `Pre-check` holds a separator itself, so the first `-` is not always it."""
+    for sep in _SEPARATOR.finditer(line):
+        key = line[: sep.start()]
+        if key.strip():
+            idx = _key_index(questions, key)
+            if idx is not None:
+                return idx, line[sep.end() :]
+    return None
+
+
 def parse_reply(questions: Sequence[QuestionIn], text: str, locale: str = "en") -> ParsedReply:
-    text = normalize(text)
+    raw = unicodedata.normalize("NFC", text)
+    text = raw.strip()
     if is_skip(text):
         return ParsedReply("skip")
     answers: dict[str, list[str]] = {}
@@ -120,7 +136,8 @@ def parse_reply(questions: Sequence[QuestionIn], text: str, locale: str = "en") 
         if values:
             answers[questions[0].id] = values
     else:
-        lines = text.replace("\r", "").split("\n")
+        # Leading blank lines keep their place (the first question is the blank one).
+        lines = raw.replace("\r", "").rstrip().split("\n")
         keyed = _keyed(questions, lines)
         if keyed is not None:
             for idx, value in keyed.items():

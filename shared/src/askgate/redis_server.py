@@ -38,10 +38,11 @@ class RedisProcess:
     the same port and data directory (tests use this to simulate an outage)."""
 
     def __init__(self, port: int | None = None, data_dir: str | None = None,
-                 persist: bool = False) -> None:
+                 persist: bool = False, fsync: str = "everysec") -> None:
         self.port = port or free_port()
         self.dir = data_dir or tempfile.mkdtemp(prefix="askgate-redis-")
         self.persist = persist
+        self.fsync = fsync
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -58,7 +59,7 @@ class RedisProcess:
             "--logfile", str(Path(self.dir) / "redis.log"),
         ]
         if self.persist:
-            args += ["--appendfsync", "everysec"]
+            args += ["--appendfsync", self.fsync]
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:

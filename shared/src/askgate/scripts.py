@@ -84,7 +84,8 @@ if ARGV[6] == '1' then
   redis.call('PEXPIRE', KEYS[5], keep)
 end
 for i = 6, #KEYS do
-  redis.call('XADD', KEYS[i], 'MAXLEN', '~', ARGV[5], '*', 'type', 'question.created', 'id', ARGV[1])
+  redis.call('XADD', KEYS[i], 'MAXLEN', '~', ARGV[5], '*',
+             'type', 'question.created', 'id', ARGV[1])
 end
 return {'created'}
 """

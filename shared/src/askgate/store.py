@@ -111,7 +111,7 @@ class Record:
             if raw:
                 out.append(Delivery.model_validate({**orjson.loads(raw), "target": target}))
             else:
-                out.append(Delivery(target=target, status=self.f.get(f"ds:{i}", "pending")))  # type: ignore[arg-type]
+                out.append(Delivery(target=target, status=self.f.get(f"ds:{i}", "pending")))
         return out
 
     def public(self, web_url: str | None = None) -> QuestionPublic:
@@ -127,7 +127,7 @@ class Record:
             run_id=f.get("run") or None,
             agent_id=f.get("agent") or None,
             tool_call_id=f.get("tcid") or None,
-            locale=self.locale,  # type: ignore[arg-type]
+            locale=self.locale,
             timeout_s=int(f["timeout"]),
             created_at=iso(f["created"]) or "",
             expires_at=iso(f["expires"]) or "",
@@ -222,7 +222,7 @@ class Store:
             key = keys.question(question_id)
         except ValueError:
             return None
-        raw = await self.redis.hgetall(key)  # type: ignore[misc]
+        raw = await self.redis.hgetall(key)
         return Record(question_id, _decode(raw)) if raw else None
 
     async def get(self, tenant: str, question_id: str) -> Record:
@@ -232,7 +232,7 @@ class Store:
             raise NotFound(f"question {question_id} not found")
         return rec
 
-    async def list(
+    async def list_session(
         self, tenant: str, session: str, status: Status | None = None, limit: int = 50
     ) -> list[Record]:
         shard = keys.shard_for(tenant, session)
@@ -304,7 +304,7 @@ class Store:
             )
 
         targets = [tg.model_dump(mode="json", exclude_none=True) for tg in body.targets]
-        channels = ["web"] + sorted({tg["channel"] for tg in targets} - {"web"})
+        channels = ["web", *sorted({tg["channel"] for tg in targets} - {"web"})]
         if body.callback_url is not None:
             channels.append("webhook")
         fields: dict[str, str | int] = {
@@ -372,7 +372,7 @@ class Store:
     async def _release(self, tenant: str, qid: str) -> None:
         try:
             await self.redis.zrem(keys.tenant_pending(tenant), qid)
-        except Exception:  # noqa: BLE001 - the entry expires by its score anyway
+        except Exception:
             pass
 
     # -- final transitions -------------------------------------------------------------

@@ -60,7 +60,7 @@ async def add_api_key(redis: Redis, tenant_id: str) -> str:
 
 
 async def load_tenant(redis: Redis, tenant_id: str) -> Tenant | None:
-    raw = await redis.hgetall(keys.tenant(tenant_id))  # type: ignore[misc]
+    raw = await redis.hgetall(keys.tenant(tenant_id))
     if not raw:
         return None
     f = {k.decode(): v.decode() for k, v in raw.items()}
@@ -81,11 +81,13 @@ async def tenant_for_key(redis: Redis, api_key: str) -> Tenant | None:
     return await load_tenant(redis, tenant_id.decode())
 
 
-async def set_channel_config(redis: Redis, tenant_id: str, channel: str, config: dict[str, Any]) -> None:
+async def set_channel_config(
+    redis: Redis, tenant_id: str, channel: str, config: dict[str, Any]
+) -> None:
     """Per-tenant channel credentials (bot tokens, signing secrets), merged per channel."""
     current = await load_tenant(redis, tenant_id)
     if current is None:
         raise KeyError(tenant_id)
     channels = dict(current.channels or {})
     channels[channel] = {**channels.get(channel, {}), **config}
-    await redis.hset(keys.tenant(tenant_id), "channels", orjson.dumps(channels))  # type: ignore[misc]
+    await redis.hset(keys.tenant(tenant_id), "channels", orjson.dumps(channels))

@@ -7,17 +7,17 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import structlog
+from askgate.conn import connect
+from askgate.errors import AskgateError, Unavailable
+from askgate.models import describe_errors
+from askgate.settings import Settings
+from askgate.store import Store
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from redis.asyncio import Redis
 from redis.exceptions import BusyLoadingError, ConnectionError, TimeoutError
 
-from askgate.conn import connect
-from askgate.errors import AskgateError, Unavailable
-from askgate.models import describe_errors
-from askgate.settings import Settings
-from askgate.store import Store
 from askgate_api import routes
 from askgate_api.auth import TenantCache
 from askgate_api.metrics import REJECTED

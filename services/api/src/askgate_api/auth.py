@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import time
 
-from fastapi import Request
-from redis.asyncio import Redis
-
 from askgate.errors import Unauthorized
 from askgate.tenants import Tenant, hash_key, tenant_for_key
+from fastapi import Request
+from redis.asyncio import Redis
 
 # A revoked key keeps working in a process for at most this long.
 CACHE_TTL_S = 30.0

@@ -5,8 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from fastapi.responses import Response
-
 from askgate.errors import (
     AlreadyFinal,
     AskgateError,
@@ -15,6 +13,8 @@ from askgate.errors import (
     SessionBusy,
     Unavailable,
 )
+from fastapi.responses import Response
+
 from askgate_api.metrics import REJECTED
 
 

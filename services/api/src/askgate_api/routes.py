@@ -5,11 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, Query, Request
-from fastapi.responses import Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-
-from askgate.errors import IncompleteAnswer, NotPrimary, ValidationFailed
+from askgate.errors import IncompleteAnswer, NotPrimary, Unavailable, ValidationFailed
 from askgate.models import (
     AnswerBody,
     MessageBody,
@@ -22,6 +18,11 @@ from askgate.signing import session_link
 from askgate.status import Reason, Status
 from askgate.store import Record, Store
 from askgate.tenants import Tenant
+from fastapi import APIRouter, Body, Depends, Query, Request
+from fastapi.responses import Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from redis.exceptions import RedisError
+
 from askgate_api.auth import current_tenant
 from askgate_api.metrics import ASKS, FINALS, REGISTRY, WAITERS
 from askgate_api.responses import json_response
@@ -94,7 +95,7 @@ async def list_questions(
     status: Status | None = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
 ) -> Response:
-    recs = await _store(request).list(tenant.id, session, status, limit)
+    recs = await _store(request).list_session(tenant.id, session, status, limit)
     return json_response({"questions": [_public(request, r) for r in recs]})
 
 
@@ -122,11 +123,12 @@ async def wait_question(
     WAITERS.inc()
     try:
         rec = await store.get(tenant.id, question_id)
+        redis_down = False
         while rec.status == Status.PENDING:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 break
-            if not hub.ready.is_set():
+            if redis_down or not hub.ready.is_set():
                 remaining = min(remaining, DEGRADED_POLL_S)
             timer = loop.call_later(remaining, _settle, fut)
             try:
@@ -135,7 +137,14 @@ async def wait_question(
                 timer.cancel()
             hub.unregister(question_id, fut)
             fut = hub.register(question_id)
-            rec = await store.get(tenant.id, question_id)
+            # A Redis restart inside the window is ridden out: keep waiting and re-read.
+            try:
+                rec = await store.get(tenant.id, question_id)
+                redis_down = False
+            except (RedisError, OSError):
+                redis_down = True
+        if redis_down:
+            raise Unavailable("Redis is unreachable; call wait again shortly.", 1)
     finally:
         hub.unregister(question_id, fut)
         WAITERS.dec()
@@ -219,7 +228,8 @@ async def session_message(
     rec = await store.pending_for(tenant.id, session)
     if rec is None:
         return json_response({"consumed": False, "question": None, "message": None})
-    rec, parsed = await store.apply_reply(rec, body.text, body.responder or Responder(channel="text"))
+    responder = body.responder or Responder(channel="text")
+    rec, parsed = await store.apply_reply(rec, body.text, responder)
     if parsed.kind == "incomplete":
         return json_response(
             {"consumed": False, "question": _public(request, rec), "message": parsed.message,

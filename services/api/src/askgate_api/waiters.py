@@ -13,10 +13,9 @@ import asyncio
 import contextlib
 
 import structlog
+from askgate import keys
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
-
-from askgate import keys
 
 log = structlog.get_logger("askgate.api.waiters")
 

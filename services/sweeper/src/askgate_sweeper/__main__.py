@@ -11,8 +11,6 @@ import asyncio
 import sys
 
 import structlog
-from redis.exceptions import RedisError
-
 from askgate import health, keys
 from askgate.conn import connect
 from askgate.errors import ConfigError
@@ -20,6 +18,7 @@ from askgate.logs import configure_logging
 from askgate.runner import run_service
 from askgate.settings import Settings, load
 from askgate.store import Store
+from redis.exceptions import RedisError
 
 SERVICE = "sweeper"
 log = structlog.get_logger("askgate.sweeper")
