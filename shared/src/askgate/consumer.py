@@ -167,7 +167,7 @@ class StreamConsumer:
                 await self.handler(ev)
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:
+            except Exception as exc:  # left pending: reclaimed and retried, in order
                 log.exception("consumer.handler_failed", channel=self.channel,
                               question_id=ev.question_id, type=ev.type, error=str(exc))
                 return  # later events of this question wait for the retry, in order

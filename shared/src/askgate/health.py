@@ -31,22 +31,27 @@ async def beat(redis: Redis, service: str, **info: object) -> None:
 
 
 async def beat_forever(redis: Redis, service: str, stop: asyncio.Event) -> None:
+    """Refresh the health key until `stop`, then remove it (a clean stop is not alive)."""
     while not stop.is_set():
         try:
             await beat(redis, service)
-        except Exception:
+        except Exception:  # a missed beat shows as an expired key
             pass
         try:
             await asyncio.wait_for(stop.wait(), HEALTH_EVERY_S)
         except TimeoutError:
             pass
+    try:
+        await redis.delete(keys.health(service, instance_name()))
+    except Exception:  # the key expires by itself anyway
+        pass
 
 
 async def check(redis_url: str, service: str) -> int:
     redis = Redis.from_url(redis_url, socket_connect_timeout=2.0)
     try:
         return 0 if await redis.exists(keys.health(service, instance_name())) else 1
-    except Exception:
+    except Exception:  # an unreachable Redis means not healthy
         return 1
     finally:
         await redis.aclose()

@@ -372,7 +372,7 @@ class Store:
     async def _release(self, tenant: str, qid: str) -> None:
         try:
             await self.redis.zrem(keys.tenant_pending(tenant), qid)
-        except Exception:
+        except Exception:  # the entry leaves by its score (the deadline) anyway
             pass
 
     # -- final transitions -------------------------------------------------------------

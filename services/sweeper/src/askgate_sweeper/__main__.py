@@ -61,7 +61,8 @@ async def serve(settings: Settings, stop: asyncio.Event) -> None:
             except TimeoutError:
                 pass
     finally:
-        beat.cancel()
+        stop.set()
+        await beat  # removes the health key on the way out
         await redis.aclose()
         log.info("sweeper.stopped")
 

@@ -1,0 +1,102 @@
+"""The stack as processes: the CLI makes a tenant, the API and a sweeper serve an agent."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from askgate.redis_server import RedisProcess
+from tests.conftest import ask_body
+from tests.processes import ApiProcess
+
+
+def _env(redis_url: str, **extra: str) -> dict[str, str]:
+    return {**os.environ, "REDIS_URL": redis_url, "ASKGATE_LOG_LEVEL": "warning", **extra}
+
+
+@pytest.fixture
+def sweeper(redis_server: RedisProcess, api_process: ApiProcess) -> Iterator[subprocess.Popen[bytes]]:
+    """`askgate-sweeper` as a process ticking every 50 ms."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "askgate_sweeper"],
+        env=_env(redis_server.url, ASKGATE_SWEEP_INTERVAL_MS="50"),
+        stdin=subprocess.DEVNULL, start_new_session=True,
+    )
+    yield proc
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait(10)
+
+
+def cli(redis_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "askgate.cli", *args], env=_env(redis_url),
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+
+
+def check(redis_url: str) -> int:
+    return subprocess.run(
+        [sys.executable, "-m", "askgate_sweeper", "--check"], env=_env(redis_url),
+        capture_output=True, timeout=60, check=False,
+    ).returncode
+
+
+def test_stack_answers_and_expires(
+    redis_server: RedisProcess, api_process: ApiProcess, sweeper: subprocess.Popen[bytes]
+) -> None:
+    """A tenant from the CLI asks twice: one answered by reply, one expired by the sweeper."""
+    made = cli(redis_server.url, "tenant", "create", "e2e")
+    assert made.returncode == 0, made.stderr
+    key = made.stdout.strip()
+    assert key.startswith("ag_") and "only its hash is stored" in made.stderr
+    h = {"Authorization": f"Bearer {key}"}
+    with httpx.Client(base_url=api_process.url, headers=h, timeout=30) as c:
+        q = c.post("/v1/questions", json=ask_body(session="e2e-1")).json()
+        assert c.post(f"/v1/questions/{q['id']}/reply", json={"text": "2"}).status_code == 200
+        done = c.get(f"/v1/questions/{q['id']}/wait", params={"timeout_s": 10}).json()
+        assert done["result"] == {"status": "answered",
+                                  "answers": {"answers": {"deploy_target": ["Production"]}}}
+
+        q = c.post("/v1/questions", json=ask_body(session="e2e-2", timeoutSeconds=1)).json()
+        done = c.get(f"/v1/questions/{q['id']}/wait", params={"timeout_s": 20}).json()
+        assert done["result"] == {"status": "no_answer"}
+        assert done["reason"] == "timeout"
+
+
+def test_sweeper_health_and_graceful_stop(
+    redis_server: RedisProcess, api_process: ApiProcess, sweeper: subprocess.Popen[bytes]
+) -> None:
+    """--check passes while the sweeper runs; SIGTERM stops it cleanly and --check fails."""
+    import time
+
+    deadline = time.monotonic() + 30
+    while check(redis_server.url) != 0 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert check(redis_server.url) == 0
+    sweeper.send_signal(signal.SIGTERM)
+    assert sweeper.wait(20) == 0
+    assert check(redis_server.url) == 1
+
+
+def test_bad_config_is_refused_with_message(redis_server: RedisProcess) -> None:
+    """A bad setting stops the service at start-up with a message naming the variable."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "askgate_sweeper"],
+        env=_env(redis_server.url, ASKGATE_TIMEOUT_MIN_S="100", ASKGATE_TIMEOUT_DEFAULT_S="50"),
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert proc.returncode == 2
+    assert "ASKGATE_TIMEOUT_MIN_S <= ASKGATE_TIMEOUT_DEFAULT_S" in proc.stderr
+    proc = subprocess.run(
+        [sys.executable, "-m", "askgate_api"],
+        env=_env(redis_server.url, ASKGATE_SECRET_KEY="short"),
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert proc.returncode == 2 and "ASKGATE_SECRET_KEY must be set" in proc.stderr
