@@ -46,6 +46,13 @@ def _secret() -> str:
     return path.read_text().strip()
 
 
+def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
 def run_stack(embedded_redis: bool = True) -> int:
     RUN_DIR.mkdir(exist_ok=True)
     raise_open_files_limit()
@@ -67,9 +74,16 @@ def run_stack(embedded_redis: bool = True) -> int:
 
     children: list[tuple[str, subprocess.Popen[bytes]]] = []
     for name, module, needs in SERVICES:
-        if importlib.util.find_spec(module) is None or (needs and not env.get(needs)):
+        if needs and not env.get(needs):
             continue
-        proc = subprocess.Popen([sys.executable, "-m", module], env=env)
+        try:
+            runnable = importlib.util.find_spec(f"{module}.__main__") is not None
+        except ModuleNotFoundError:
+            runnable = False
+        if not runnable:
+            continue
+        # Own process group: stopping a service also stops whatever it forked.
+        proc = subprocess.Popen([sys.executable, "-m", module], env=env, start_new_session=True)
         children.append((name, proc))
     api = f"http://{env.get('ASKGATE_API_HOST', '127.0.0.1')}:{env.get('ASKGATE_API_PORT', '8000')}"
     print(f"askgate: started {', '.join(n for n, _ in children)}; API at {api} "
@@ -95,14 +109,14 @@ def run_stack(embedded_redis: bool = True) -> int:
             time.sleep(0.2)
     finally:
         for _, proc in children:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
+            _signal_group(proc, signal.SIGTERM)
         deadline = time.monotonic() + 10
         for _, proc in children:
             try:
                 proc.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                proc.kill()
+                pass
+            _signal_group(proc, signal.SIGKILL)  # stragglers, forked helpers included
         if redis is not None:
             redis.stop(graceful=True)
         print("askgate: stopped")

@@ -15,8 +15,10 @@ from pydantic import (
     Field,
     HttpUrl,
     StringConstraints,
+    SerializerFunctionWrapHandler,
     ValidationError,
     field_validator,
+    model_serializer,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -75,6 +77,14 @@ class Strict(BaseModel):
 class Option(Strict):
     label: str
     description: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_blank(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A dropped description is absent from the normalised question, not null.
+        data: dict[str, Any] = handler(self)
+        if data.get("description") is None:
+            data.pop("description", None)
+        return data
 
     @field_validator("label")
     @classmethod

@@ -40,7 +40,7 @@ class RedisProcess:
     def __init__(self, port: int | None = None, data_dir: str | None = None,
                  persist: bool = False, fsync: str = "everysec") -> None:
         self.port = port or free_port()
-        self.dir = data_dir or tempfile.mkdtemp(prefix="askgate-redis-")
+        self.dir = os.path.abspath(data_dir or tempfile.mkdtemp(prefix="askgate-redis-"))
         self.persist = persist
         self.fsync = fsync
         self.proc: subprocess.Popen[bytes] | None = None
