@@ -104,42 +104,53 @@ class Record:
         raw = self.f.get("result")
         return orjson.loads(raw) if raw else None
 
-    def deliveries(self) -> list[Delivery]:
+    def delivery_dicts(self) -> list[dict[str, Any]]:
         out = []
         for i, target in enumerate(self.targets):
             raw = self.f.get(f"d:{i}")
-            if raw:
-                out.append(Delivery.model_validate({**orjson.loads(raw), "target": target}))
-            else:
-                out.append(Delivery(target=target, status=self.f.get(f"ds:{i}", "pending")))
+            d = orjson.loads(raw) if raw else {"status": self.f.get(f"ds:{i}", "pending")}
+            out.append({"target": target, "status": d.get("status", "pending"),
+                        "error": d.get("error"), "ref": d.get("ref"), "at": d.get("at")})
         return out
 
-    def public(self, web_url: str | None = None) -> QuestionPublic:
+    def deliveries(self) -> list[Delivery]:
+        return [Delivery.model_validate(d) for d in self.delivery_dicts()]
+
+    def public_dict(self, web_url: str | None = None) -> dict[str, Any]:
+        """The question resource as JSON-ready data, built straight from the hash (the hot
+        path of every endpoint); `public()` is the same, validated as QuestionPublic."""
         f = self.f
-        responder = orjson.loads(f["responder"]) if f.get("responder") else None
-        return QuestionPublic(
-            id=self.id,
-            status=self.status,
-            result=self.result,
-            reason=self.reason,
-            questions=self.questions,
-            session=self.session,
-            run_id=f.get("run") or None,
-            agent_id=f.get("agent") or None,
-            tool_call_id=f.get("tcid") or None,
-            locale=self.locale,
-            timeout_s=int(f["timeout"]),
-            created_at=iso(f["created"]) or "",
-            expires_at=iso(f["expires"]) or "",
-            resolved_at=iso(f.get("resolved")),
-            responder=Responder.model_validate(responder) if responder else None,
-            result_key=keys.result_key(self.id),
-            result_channel=keys.result_channel(self.id),
-            web_url=web_url,
-            callback_url=f.get("callback") or None,
-            deliveries=self.deliveries(),
-            webhook=orjson.loads(f["webhook"]) if f.get("webhook") else None,
-        )
+        responder = None
+        if f.get("responder"):
+            r = orjson.loads(f["responder"])
+            responder = {"channel": r.get("channel"), "user_id": r.get("user_id"),
+                         "name": r.get("name")}
+        return {
+            "id": self.id,
+            "status": f["status"],
+            "result": self.result,
+            "reason": f.get("reason") or None,
+            "questions": orjson.loads(f["doc"]),
+            "session": f["session"],
+            "run_id": f.get("run") or None,
+            "agent_id": f.get("agent") or None,
+            "tool_call_id": f.get("tcid") or None,
+            "locale": self.locale,
+            "timeout_s": int(f["timeout"]),
+            "created_at": iso(f["created"]),
+            "expires_at": iso(f["expires"]),
+            "resolved_at": iso(f.get("resolved")),
+            "responder": responder,
+            "result_key": keys.result_key(self.id),
+            "result_channel": keys.result_channel(self.id),
+            "web_url": web_url,
+            "callback_url": f.get("callback") or None,
+            "deliveries": self.delivery_dicts(),
+            "webhook": orjson.loads(f["webhook"]) if f.get("webhook") else None,
+        }
+
+    def public(self, web_url: str | None = None) -> QuestionPublic:
+        return QuestionPublic.model_validate(self.public_dict(web_url))
 
 
 def _decode(raw: Mapping[bytes, bytes]) -> dict[str, str]:

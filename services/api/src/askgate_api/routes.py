@@ -56,7 +56,7 @@ def _store(request: Request) -> Store:
 def _public(request: Request, rec: Record) -> dict[str, Any]:
     s = request.app.state.settings
     url = session_link(s.web_base_url, s.secret_key, rec.tenant, rec.session, s.web_link_ttl_s)
-    return rec.public(web_url=url).model_dump(mode="json")
+    return rec.public_dict(web_url=url)
 
 
 def _resource(request: Request, rec: Record, status: int = 200) -> Response:
