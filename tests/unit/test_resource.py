@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import orjson
-
 from askgate.models import QuestionPublic
 from askgate.store import Record
 
