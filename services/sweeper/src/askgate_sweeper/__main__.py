@@ -36,7 +36,9 @@ async def sweep_once(store: Store) -> int:
             ended = await store.sweep_shard(shard)
             total += len(ended)
             for qid, tenant in ended:
-                log.info("question.expired", question_id=qid, tenant=tenant)
+                log.debug("question.expired", question_id=qid, tenant=tenant)
+            if ended:
+                log.info("sweeper.expired", shard=shard, n=len(ended))
             if len(ended) >= store.settings.sweep_batch:
                 full.append(shard)
         shards = full
