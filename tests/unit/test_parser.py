@@ -7,13 +7,12 @@ import unicodedata
 from collections.abc import Sequence
 
 import pytest
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
-from pydantic import ValidationError
-
 from askgate.i18n import SKIP_WORDS
 from askgate.models import QuestionIn
 from askgate.parser import ParsedReply, is_skip, match_label, parse_reply, parse_value
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
 
 PROPERTY = settings(max_examples=200, deadline=None)
 
@@ -87,9 +86,15 @@ def test_exact_label_wins_over_a_label_without_its_suffix() -> None:
 
 
 def test_label_typed_decomposed_matches_precomposed_label() -> None:
-    """The reply and the label are compared after NFC, so `é` typed as e + ◌́ still matches."""
+    """The reply is compared after NFC, so `è` typed as e + U+0300 still matches."""
     question = make("city", "City", "Which city?", ["Zürich", "Genève"])
-    assert answers(parse_reply([question], "GENE\u0301VE")) == {"city": ["Genève"]}
+    assert answers(parse_reply([question], "GENE\u0300VE")) == {"city": ["Genève"]}
+
+
+def test_label_declared_decomposed_matches_precomposed_reply() -> None:
+    """The label is compared after NFC too, and the declared spelling is returned."""
+    question = make("city", "City", "Which city?", ["Zürich", "Gene\u0300ve"])
+    assert answers(parse_reply([question], "genève")) == {"city": ["Gene\u0300ve"]}
 
 
 def test_blank_reply_is_incomplete() -> None:
@@ -188,7 +193,10 @@ def test_blank_line_keeps_its_place() -> None:
     """A blank line leaves its question unanswered rather than shifting the rest up."""
     reply = parse_reply([DEPLOY, DB, AREAS], "1\n\n1,2")
     assert reply.kind == "incomplete"
-    assert reply.answers == {"deploy_target": ["Staging (Recommended)"], "areas": ["Auth", "Billing"]}
+    assert reply.answers == {
+        "deploy_target": ["Staging (Recommended)"],
+        "areas": ["Auth", "Billing"],
+    }
     assert reply.missing == ["database"]
 
 
@@ -208,7 +216,9 @@ MISSING_DB = {
 
 
 @pytest.mark.parametrize("locale", ["en", "tr", "hi"])
-@pytest.mark.parametrize("text", ["2", "deploy_target: 2", "2\n   "], ids=["positional", "keyed", "blank"])
+@pytest.mark.parametrize(
+    "text", ["2", "deploy_target: 2", "2\n   "], ids=["positional", "keyed", "blank"]
+)
 def test_partial_reply_names_the_missing_question(locale: str, text: str) -> None:
     """One correction message in the ask's locale names the unanswered question."""
     reply = parse_reply([DEPLOY, DB], text, locale)
@@ -225,6 +235,7 @@ def test_partial_reply_names_the_missing_question(locale: str, text: str) -> Non
         ("tr", "Lütfen her soru için bir satır yazın (2 soru)."),
         ("hi", "कृपया हर प्रश्न के लिए एक पंक्ति लिखें (2 प्रश्न)।"),
     ],
+    ids=["en", "tr", "hi"],
 )
 def test_too_many_lines_is_refused(locale: str, message: str) -> None:
     """More non-blank lines than questions is one correction, answering nothing."""

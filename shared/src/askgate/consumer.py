@@ -31,6 +31,11 @@ ERROR_BACKOFF_S = 0.5
 MAX_DELIVERIES = 10
 
 
+class RetryLater(Exception):
+    """Raised by a handler to leave its entry pending without an error log (e.g. a chat
+    under a platform rate limit): it is retried later, by the worker or by reclaim."""
+
+
 @dataclass(frozen=True)
 class Event:
     stream: str
@@ -167,6 +172,10 @@ class StreamConsumer:
                 await self.handler(ev)
             except asyncio.CancelledError:
                 raise
+            except RetryLater as exc:
+                log.info("consumer.retry_later", channel=self.channel,
+                         question_id=ev.question_id, type=ev.type, why=str(exc))
+                return  # left pending; later events of this question wait, in order
             except Exception as exc:  # left pending: reclaimed and retried, in order
                 log.exception("consumer.handler_failed", channel=self.channel,
                               question_id=ev.question_id, type=ev.type, error=str(exc))

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from pydantic import Field
-
 from askgate.settings import Settings
+from pydantic import Field
 
 
 class WebhookSettings(Settings):

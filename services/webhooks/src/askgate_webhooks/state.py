@@ -12,9 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from redis import Redis
-
 from askgate import keys
+from redis import Redis
 
 WRITE = """
 -- KEYS[1] question hash   KEYS[2] the shard's webhook dead-letter stream

@@ -1,0 +1,30 @@
+"""What the text channel POSTs (pure): a question → its prompt, a final one → its summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from askgate.render import prompt_text, summary_text
+from askgate.store import Record
+from askgate.timeutil import iso
+
+
+def question_payload(rec: Record) -> dict[str, Any]:
+    return {
+        "type": "question",
+        "question_id": rec.id,
+        "session": rec.session,
+        "text": prompt_text(rec.questions, rec.locale),
+        "locale": rec.locale,
+        "expires_at": iso(rec.f["expires"]),
+    }
+
+
+def summary_payload(rec: Record) -> dict[str, Any]:
+    return {
+        "type": "summary",
+        "question_id": rec.id,
+        "session": rec.session,
+        "text": summary_text(rec.f["status"], rec.f.get("reason") or None, rec.result,
+                             rec.locale, questions=rec.questions),
+    }

@@ -1,0 +1,166 @@
+"""`askgate-webhooks`: POSTs each final result to its ask's callback_url, signed, retried.
+
+Process model. `askgate-webhooks` (the `run` role, the default) is one asyncio process
+that consumes the `webhook` streams and enqueues one RQ job per final question, and
+supervises ASKGATE_WEBHOOK_WORKERS child processes (`askgate-webhooks worker`), each an
+RQ `SimpleWorker` that runs the delivery jobs one at a time (a job is one HTTP POST, so
+forking a work horse per job buys nothing); one of them also runs RQ's scheduler, which
+starts the delayed retries. RQ workers are synchronous and own their process's signals,
+hence processes, not threads. A stop signal reaches the parent, which stops consuming and
+sends each child one SIGTERM (RQ's warm shutdown: the running attempt finishes); a child
+that dies is restarted. The roles also run apart (`consumer`, `worker`) to scale them
+separately. `dead` lists the deliveries that gave up; `--check` is the liveness probe.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import threading
+import time
+
+import orjson
+import structlog
+from askgate import health, keys
+from askgate.cli import redis_url
+from askgate.conn import connect
+from askgate.consumer import StreamConsumer
+from askgate.errors import ConfigError
+from askgate.logs import configure_logging
+from askgate.runner import run_service
+from askgate.settings import load
+from redis import Redis as SyncRedis
+
+from askgate_webhooks import jobs
+from askgate_webhooks.config import WebhookSettings
+from askgate_webhooks.dead import list_dead
+from askgate_webhooks.worker import CHANNEL, WebhookEnqueuer
+
+SERVICE = "webhooks"
+log = structlog.get_logger("askgate.webhooks")
+# A worker child that died is restarted after this pause, so a crash loop (Redis down,
+# a bad install) does not spin.
+RESTART_DELAY_S = 1.0
+# The parent's pid, given to worker children so they stop when it is gone.
+PARENT_ENV = "ASKGATE_WEBHOOKS_PARENT"
+
+
+async def supervise_worker(settings: WebhookSettings, stop: asyncio.Event, index: int) -> None:
+    """Keep one `askgate-webhooks worker` child running until stop; then stop it warmly."""
+    env = {**os.environ, PARENT_ENV: str(os.getpid())}
+    while not stop.is_set():
+        # Its own session: a terminal's Ctrl-C reaches only the parent, which sends one
+        # SIGTERM (a second signal would be RQ's cold shutdown, killing the attempt).
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "askgate_webhooks", "worker", env=env, start_new_session=True
+        )
+        log.info("webhooks.worker_started", index=index, pid=proc.pid)
+        exited = asyncio.ensure_future(proc.wait())
+        stopping = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({exited, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if not exited.done():
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(exited, settings.webhook_timeout_s + 5)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                await proc.wait()
+            log.info("webhooks.worker_stopped", index=index, pid=proc.pid)
+            return
+        stopping.cancel()
+        log.error("webhooks.worker_exited", index=index, pid=proc.pid, code=proc.returncode)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), RESTART_DELAY_S)
+
+
+async def serve(settings: WebhookSettings, stop: asyncio.Event, *, workers: int) -> None:
+    redis = connect(settings.redis_url, socket_timeout_s=settings.consumer_block_ms / 1000 + 5)
+    sync_redis = SyncRedis.from_url(settings.redis_url, socket_connect_timeout=2.0,
+                                    socket_timeout=10.0)
+    enqueuer = WebhookEnqueuer(sync_redis, settings)
+    consumer = StreamConsumer(
+        redis, CHANNEL, f"{health.instance_name()}:{os.getpid()}", enqueuer.handle,
+        block_ms=settings.consumer_block_ms, claim_idle_ms=settings.consumer_claim_idle_ms,
+    )
+    log.info("webhooks.started", workers=workers)
+    try:
+        await asyncio.gather(
+            consumer.run(stop),
+            health.beat_forever(redis, SERVICE, stop),
+            *(supervise_worker(settings, stop, i) for i in range(workers)),
+        )
+    finally:
+        sync_redis.close()
+        await redis.aclose()
+        log.info("webhooks.stopped")
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A worker child whose parent is gone (killed hard) stops itself warmly."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def run_worker(settings: WebhookSettings) -> None:
+    from rq import Queue, SimpleWorker
+
+    jobs.configure(settings)
+    if os.environ.get(PARENT_ENV, "").isdigit():
+        _exit_with_parent(int(os.environ[PARENT_ENV]))
+    redis = SyncRedis.from_url(settings.redis_url, socket_connect_timeout=2.0)
+    worker = SimpleWorker([Queue(keys.WEBHOOK_QUEUE, connection=redis)], connection=redis)
+    worker.work(with_scheduler=True, logging_level=settings.log_level.upper())
+
+
+async def print_dead(tenant: str | None, limit: int) -> int:
+    redis = connect(redis_url(), max_connections=2)
+    try:
+        for row in await list_dead(redis, tenant, limit):
+            print(orjson.dumps(row).decode())
+    finally:
+        await redis.aclose()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="askgate-webhooks", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="liveness probe: exit 0 if alive")
+    sub = parser.add_subparsers(dest="role")
+    sub.add_parser("run", help="consumer and RQ workers (the default)")
+    sub.add_parser("consumer", help="only the stream consumer that enqueues jobs")
+    sub.add_parser("worker", help="only one RQ worker (with the retry scheduler)")
+    dead = sub.add_parser("dead", help="list dead letters as JSON lines, newest first")
+    dead.add_argument("--tenant", default=None, help="only this tenant's")
+    dead.add_argument("--limit", type=int, default=50)
+    args = parser.parse_args(argv)
+    if args.role == "dead":
+        raise SystemExit(asyncio.run(print_dead(args.tenant, args.limit)))
+    try:
+        settings = load(WebhookSettings)
+    except ConfigError as exc:
+        print(f"askgate-webhooks: {exc.message}", file=sys.stderr)
+        raise SystemExit(2) from None
+    if args.check:
+        raise SystemExit(asyncio.run(health.check(settings.redis_url, SERVICE)))
+    configure_logging(settings.log_level, settings.log_json)
+    if args.role == "worker":
+        run_worker(settings)
+        return
+    workers = 0 if args.role == "consumer" else settings.webhook_workers
+    run_service(SERVICE, lambda stop: serve(settings, stop, workers=workers))
+
+
+if __name__ == "__main__":
+    main()

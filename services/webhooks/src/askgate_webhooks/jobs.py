@@ -1,0 +1,166 @@
+"""The RQ job: one delivery attempt of a final result to its callback_url.
+
+Attempt n claims itself on the question (`state.WebhookState.claim`), POSTs the signed
+body, records the outcome in the question's `webhook` field, and then either stops
+(delivered; or a permanent failure / the last attempt, which is also written to the
+dead-letter stream) or schedules attempt n+1 after the backoff with RQ's scheduler.
+Job ids are deterministic (`webhook-<question id>-<n>`) and enqueued unique, so one
+attempt is one job.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import httpx
+import orjson
+import structlog
+from askgate import keys
+from askgate.outbound import Outcome
+from askgate.settings import load
+from askgate.store import Record
+from askgate.timeutil import iso, now_ms
+from redis import Redis
+from rq import Queue, get_current_job
+from rq.exceptions import DuplicateJobError
+
+from askgate_webhooks.client import post
+from askgate_webhooks.config import WebhookSettings
+from askgate_webhooks.render import result_body
+from askgate_webhooks.state import WebhookState
+
+log = structlog.get_logger("askgate.webhooks")
+
+_settings: WebhookSettings | None = None
+# One HTTP client per worker process: building its TLS context costs more than a POST.
+_client: httpx.Client | None = None
+
+
+def configure(settings: WebhookSettings) -> None:
+    """The worker process sets its settings once; a bare `rq worker` loads them lazily."""
+    global _settings
+    _settings = settings
+
+
+def settings() -> WebhookSettings:
+    global _settings
+    if _settings is None:
+        _settings = load(WebhookSettings)
+    return _settings
+
+
+def http_client(s: WebhookSettings) -> httpx.Client:
+    global _client
+    if _client is None:
+        _client = httpx.Client(timeout=s.webhook_timeout_s, follow_redirects=False)
+    return _client
+
+
+def job_id(question_id: str, attempt: int) -> str:
+    return f"webhook-{question_id}-{attempt}"
+
+
+def backoff_s(s: WebhookSettings, attempt: int, outcome: Outcome) -> float:
+    """The wait before attempt+1: Retry-After when the receiver gave one, else doubling."""
+    if outcome.retry_after_s is not None:
+        return min(s.webhook_backoff_max_s, outcome.retry_after_s)
+    return min(s.webhook_backoff_max_s, s.webhook_backoff_s * 2.0 ** (attempt - 1))
+
+
+def enqueue(redis: Redis, s: WebhookSettings, question_id: str, attempt: int,
+            delay_s: float = 0.0) -> bool:
+    """Enqueue attempt n (after delay_s); False when that job already exists."""
+    queue = Queue(keys.WEBHOOK_QUEUE, connection=redis)
+    opts: dict[str, Any] = {
+        "job_id": job_id(question_id, attempt),
+        "unique": True,
+        "job_timeout": int(s.webhook_timeout_s) + 30,
+        "result_ttl": 3600,
+        "failure_ttl": 7 * 86400,
+        "description": f"webhook {question_id} attempt {attempt}",
+    }
+    try:
+        if delay_s > 0:
+            queue.enqueue_in(timedelta(seconds=delay_s), deliver, question_id, attempt, **opts)
+        else:
+            queue.enqueue(deliver, question_id, attempt, **opts)
+    except DuplicateJobError:
+        return False
+    return True
+
+
+def deliver(question_id: str, attempt: int) -> str:
+    """The job RQ runs. Returns what happened, for RQ's job result."""
+    job = get_current_job()
+    assert job is not None, "deliver runs as an RQ job"
+    return attempt_delivery(job.connection, settings(), question_id, attempt)
+
+
+def _secret(redis: Redis, tenant_id: str) -> str | None:
+    raw = redis.hget(keys.tenant(tenant_id), "webhook_secret")
+    return raw.decode() if isinstance(raw, bytes) else None
+
+
+def attempt_delivery(redis: Redis, s: WebhookSettings, question_id: str, attempt: int) -> str:
+    state = WebhookState(redis, s.webhook_dead_maxlen)
+    bound = log.bind(question_id=question_id, attempt=attempt)
+    if not state.claim(question_id, attempt):
+        bound.info("webhook.skipped", why="already attempted or question gone")
+        return "skipped"
+    raw = redis.hgetall(keys.question(question_id))
+    if not raw:  # expired between the claim and now
+        return "skipped"
+    rec = Record(question_id, {k.decode(): v.decode() for k, v in raw.items()})
+    bound = bound.bind(tenant=rec.f.get("tenant"))
+    url = rec.f.get("callback", "")
+    secret = _secret(redis, rec.f.get("tenant", ""))
+    if secret is None:
+        outcome = Outcome(ok=False, retry=False, error="tenant not found")
+    else:
+        outcome = post(http_client(s), url, secret, result_body(rec),
+                       {"X-Askgate-Attempt": str(attempt)})
+
+    doc: dict[str, Any] = orjson.loads(rec.f["webhook"]) if rec.f.get("webhook") else {}
+    entry: dict[str, Any] = {"at": iso(now_ms())}
+    if outcome.status_code is not None:
+        entry["status_code"] = outcome.status_code
+    if outcome.error is not None:
+        entry["error"] = outcome.error
+    attempts = [*doc.get("attempts", []), entry]
+    last = attempt >= s.webhook_max_attempts
+    if outcome.ok:
+        doc = {"status": "delivered", "attempts": attempts, "next_attempt_at": None}
+        verdict = "delivered"
+    elif outcome.retry and not last:
+        delay = backoff_s(s, attempt, outcome)
+        doc = {"status": "pending", "attempts": attempts,
+               "next_attempt_at": iso(now_ms() + int(delay * 1000))}
+        verdict = "retry"
+    else:
+        doc = {"status": "failed", "attempts": attempts, "next_attempt_at": None}
+        verdict = "failed"
+
+    dead = None
+    if verdict == "failed":
+        dead = {
+            "question_id": question_id,
+            "tenant": rec.f.get("tenant", ""),
+            "url": url,
+            "attempts": str(attempt),
+            "last": orjson.dumps(entry).decode(),
+            "at": entry["at"],
+        }
+    if state.record(question_id, attempt, doc, dead) != "ok":
+        bound.warning("webhook.record_lost", outcome=verdict)
+        return "lost"
+    if verdict == "retry":
+        enqueue(redis, s, question_id, attempt + 1, delay)
+        bound.info("webhook.retry", status_code=outcome.status_code, error=outcome.error,
+                   delay_s=delay)
+    elif verdict == "delivered":
+        bound.info("webhook.delivered", status_code=outcome.status_code)
+    else:
+        bound.warning("webhook.dead_letter", status_code=outcome.status_code,
+                      error=outcome.error)
+    return verdict

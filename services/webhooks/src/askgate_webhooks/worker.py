@@ -1,0 +1,53 @@
+"""The stream side: `question.resolved` on the `webhook` channel → the first RQ job.
+
+An entry is acknowledged (by the consumer loop) only after the job is enqueued. A
+re-processed entry finds the delivery already begun (`wh:n` set) and the job id taken,
+so it enqueues nothing twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import structlog
+from askgate import keys
+from askgate.consumer import Event
+from askgate.timeutil import iso, now_ms
+from redis import Redis
+
+from askgate_webhooks import jobs
+from askgate_webhooks.config import WebhookSettings
+from askgate_webhooks.state import WebhookState
+
+log = structlog.get_logger("askgate.webhooks")
+CHANNEL = "webhook"
+
+
+class WebhookEnqueuer:
+    """`handle(event)` for the StreamConsumer. RQ is synchronous, so the Redis round trips
+    of one enqueue run in a thread with their own (sync) client."""
+
+    def __init__(self, sync_redis: Redis, settings: WebhookSettings) -> None:
+        self.redis = sync_redis
+        self.settings = settings
+        self.state = WebhookState(sync_redis, settings.webhook_dead_maxlen)
+
+    async def handle(self, event: Event) -> None:
+        if event.type != "question.resolved":
+            return  # only a final result is delivered
+        await asyncio.to_thread(self.start, event.question_id)
+
+    def start(self, question_id: str) -> None:
+        qkey = keys.question(question_id)
+        if not self.redis.hget(qkey, "callback"):
+            return  # the question is gone (past its retention) or has no callback_url
+        doc: dict[str, Any] = {
+            "status": "pending", "attempts": [], "next_attempt_at": iso(now_ms())
+        }
+        began = self.state.begin(question_id, doc)
+        counter = self.redis.hget(qkey, "wh:n")
+        # Attempt 1 not claimed yet: this is the first processing, or a crash came
+        # between `begin` and the enqueue. Either way the unique job id decides.
+        if counter == b"0" and jobs.enqueue(self.redis, self.settings, question_id, 1):
+            log.info("webhook.enqueued", question_id=question_id, first=began == "ok")

@@ -1,0 +1,85 @@
+"""A local HTTP endpoint for outgoing-POST tests: records every request and answers from
+a script (status, headers), then with a default. Runs a stdlib server in a thread on a
+free port; stop it with `close()` or use it as a context manager."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import orjson
+from askgate.redis_server import free_port
+
+
+@dataclass
+class Received:
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return orjson.loads(self.body)
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class Receiver:
+    def __init__(self, script: list[Reply] | None = None, default: Reply | None = None) -> None:
+        self.script = list(script or [])
+        self.default = default or Reply()
+        self.received: list[Received] = []
+        self._lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with receiver._lock:
+                    receiver.received.append(
+                        Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                    )
+                    reply = receiver.script.pop(0) if receiver.script else receiver.default
+                self.send_response(reply.status)
+                for k, v in reply.headers.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+
+    async def wait_for(self, n: int, timeout_s: float = 30.0) -> list[Received]:
+        """The first n requests, once they have arrived (bounded wait, not a timing check)."""
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while len(self.received) < n:
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError(f"expected {n} requests, got {len(self.received)}")
+            await asyncio.sleep(0.02)
+        return self.received[:n]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+    def __enter__(self) -> Receiver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,205 @@
+"""The plain-text channel: the real `askgate-text` worker (in-process, real Redis) POSTs
+prompts and summaries to a local platform endpoint; the platform answers through the
+API's session messages."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from askgate import keys
+from askgate.redis_server import RedisProcess
+from askgate_text.__main__ import serve
+from askgate_text.config import TextSettings
+from redis.asyncio import Redis
+
+from tests.conftest import SECRET, Tenant, ask_body
+from tests.integration.http_receiver import Receiver, Reply
+
+TWO_QUESTIONS = [
+    {"id": "deploy_target", "header": "Deploy", "question": "Where should I deploy this build?",
+     "options": [{"label": "Staging (Recommended)"}, {"label": "Production"}]},
+    {"id": "notify", "header": "Notify", "question": "Who should I tell?",
+     "options": [{"label": "Team"}, {"label": "Nobody"}]},
+]
+
+StartWorker = Callable[..., Awaitable[None]]
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    with Receiver() as r:
+        yield r
+
+
+@pytest.fixture
+async def text_worker(redis_server: RedisProcess, redis: Redis) -> AsyncIterator[StartWorker]:
+    """Starts the text worker's `serve` with test settings; stops it after the test."""
+    stop = asyncio.Event()
+    tasks: list[asyncio.Task[None]] = []
+
+    async def start(**overrides: Any) -> None:
+        values: dict[str, Any] = {
+            "redis_url": redis_server.url, "secret_key": SECRET, "timeout_min_s": 1,
+            "text_backoff_s": 0.01, "consumer_block_ms": 50, **overrides,
+        }
+        tasks.append(asyncio.create_task(serve(TextSettings(**values), stop)))
+
+    yield start
+    stop.set()
+    await asyncio.wait_for(asyncio.gather(*tasks), 15)
+
+
+async def question(client: httpx.AsyncClient, tenant: Tenant, qid: str) -> dict[str, Any]:
+    r = await client.get(f"/v1/questions/{qid}", headers=tenant.headers)
+    return dict(r.json())
+
+
+async def until(check: Callable[[], Awaitable[bool]], what: str) -> None:
+    """Waits (bounded) for check() to hold; a condition, not a timing assertion."""
+    deadline = time.monotonic() + 30
+    while not await check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+def verify(secret: str, headers: dict[str, str], body: bytes) -> bool:
+    timestamp = headers["x-askgate-timestamp"]
+    mac = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256)
+    return hmac.compare_digest("v1=" + mac.hexdigest(), headers["x-askgate-signature"])
+
+
+async def test_round_trip_with_partial_reply_and_summary(
+    app_client: httpx.AsyncClient, tenant: Tenant, receiver: Receiver, text_worker: StartWorker
+) -> None:
+    """Prompt POSTed, a partial reply corrected, the full reply answers, summary POSTed."""
+    await text_worker()
+    body = ask_body("chat-1", targets=[{"channel": "text", "url": receiver.url}])
+    body["questions"] = TWO_QUESTIONS
+    r = await app_client.post("/v1/questions", json=body, headers=tenant.headers)
+    qid = r.json()["id"]
+
+    (prompt,) = await receiver.wait_for(1)
+    assert verify(tenant.webhook_secret, prompt.headers, prompt.body)
+    sent = prompt.json()
+    assert (sent["type"], sent["question_id"], sent["session"], sent["locale"]) == (
+        "question", qid, "chat-1", "en")
+    assert sent["expires_at"] == r.json()["expires_at"]
+    assert "1. [Deploy] Where should I deploy this build?" in sent["text"]
+    assert "   2) Production" in sent["text"]
+    assert "one line per question" in sent["text"]
+    await until(lambda: _delivered(app_client, tenant, qid), "delivered")
+
+    r = await app_client.post("/v1/sessions/chat-1/messages", json={"text": "2"},
+                              headers=tenant.headers)
+    partial = r.json()
+    assert partial["consumed"] is False and partial["question"]["status"] == "pending"
+    assert "Who should I tell?" in partial["message"]
+
+    r = await app_client.post("/v1/sessions/chat-1/messages", json={"text": "2\nTeam"},
+                              headers=tenant.headers)
+    assert r.json()["consumed"] is True
+    assert r.json()["question"]["result"] == {
+        "status": "answered",
+        "answers": {"answers": {"deploy_target": ["Production"], "notify": ["Team"]}},
+    }
+
+    _, summary = await receiver.wait_for(2)
+    assert verify(tenant.webhook_secret, summary.headers, summary.body)
+    assert summary.json() == {"type": "summary", "question_id": qid, "session": "chat-1",
+                              "text": "Answered: Production, Team"}
+
+
+async def _delivered(client: httpx.AsyncClient, tenant: Tenant, qid: str) -> bool:
+    return bool((await question(client, tenant, qid))["deliveries"][0]["status"] == "delivered")
+
+
+async def test_prompt_is_in_the_ask_locale(
+    app_client: httpx.AsyncClient, tenant: Tenant, receiver: Receiver, text_worker: StartWorker
+) -> None:
+    """A Turkish ask is prompted with Turkish guidance and its expired summary in Turkish."""
+    await text_worker()
+    body = ask_body(locale="tr", targets=[{"channel": "text", "url": receiver.url}])
+    qid = (await app_client.post("/v1/questions", json=body, headers=tenant.headers)).json()["id"]
+    (prompt,) = await receiver.wait_for(1)
+    assert prompt.json()["locale"] == "tr" and "'atla'" in prompt.json()["text"]
+    await until(lambda: _delivered(app_client, tenant, qid), "delivered")
+    await app_client.post(f"/v1/questions/{qid}/skip", headers=tenant.headers)
+    _, summary = await receiver.wait_for(2)
+    assert summary.json()["text"] == "Atlandı"
+
+
+async def test_server_errors_are_retried(
+    app_client: httpx.AsyncClient, tenant: Tenant, text_worker: StartWorker
+) -> None:
+    """5xx answers are retried until the prompt is delivered, and it is posted once."""
+    await text_worker()
+    with Receiver([Reply(503), Reply(502)]) as receiver:
+        body = ask_body(targets=[{"channel": "text", "url": receiver.url}])
+        r = await app_client.post("/v1/questions", json=body, headers=tenant.headers)
+        qid = r.json()["id"]
+        await until(lambda: _delivered(app_client, tenant, qid), "delivered")
+        assert len(receiver.received) == 3
+    assert (await question(app_client, tenant, qid))["status"] == "pending"
+
+
+async def test_unacked_entry_is_retried_later(
+    app_client: httpx.AsyncClient, tenant: Tenant, text_worker: StartWorker
+) -> None:
+    """A prompt that still fails after the quick retries is delivered on a later round."""
+    await text_worker(text_attempts=1, consumer_claim_idle_ms=200)
+    with Receiver([Reply(500)]) as receiver:
+        body = ask_body(targets=[{"channel": "text", "url": receiver.url}])
+        qid = (await app_client.post("/v1/questions", json=body,
+                                     headers=tenant.headers)).json()["id"]
+        await until(lambda: _delivered(app_client, tenant, qid), "delivered")
+        assert len(receiver.received) == 2
+
+
+async def test_client_error_fails_the_delivery(
+    app_client: httpx.AsyncClient, tenant: Tenant, text_worker: StartWorker
+) -> None:
+    """A 4xx is not retried: the only target failed, so the question ends delivery_failed."""
+    await text_worker()
+    with Receiver(default=Reply(404)) as receiver:
+        body = ask_body(targets=[{"channel": "text", "url": receiver.url}])
+        qid = (await app_client.post("/v1/questions", json=body,
+                                     headers=tenant.headers)).json()["id"]
+
+        async def ended() -> bool:
+            return bool((await question(app_client, tenant, qid))["status"] != "pending")
+
+        await until(ended, "the question to end")
+        assert len(receiver.received) == 1
+    q = await question(app_client, tenant, qid)
+    assert (q["status"], q["reason"], q["result"]) == (
+        "no_answer", "delivery_failed", {"status": "no_answer"})
+    assert q["deliveries"][0]["status"] == "failed" and q["deliveries"][0]["error"] == "HTTP 404"
+
+
+async def test_reprocessed_event_posts_once(
+    app_client: httpx.AsyncClient, tenant: Tenant, receiver: Receiver, redis: Redis,
+    text_worker: StartWorker
+) -> None:
+    """The same question.created entry handled twice posts the prompt once."""
+    await text_worker()
+    body = ask_body(targets=[{"channel": "text", "url": receiver.url}])
+    qid = (await app_client.post("/v1/questions", json=body, headers=tenant.headers)).json()["id"]
+    await until(lambda: _delivered(app_client, tenant, qid), "delivered")
+    stream = keys.events(keys.shard_of(qid), "text")
+    again = (await redis.xadd(stream, {"type": "question.created", "id": qid})).decode()
+
+    async def acked() -> bool:
+        groups = {g["name"].decode(): g for g in await redis.xinfo_groups(stream)}
+        group = groups[keys.group("text")]
+        return bool(group["last-delivered-id"].decode() == again and group["pending"] == 0)
+
+    await until(acked, "the duplicate entry to be handled")
+    assert len(receiver.received) == 1
