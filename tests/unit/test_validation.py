@@ -395,3 +395,16 @@ def test_spec_example_round_trips() -> None:
     assert created.primary is True
     assert created.targets == []
     assert created.questions[0].model_dump() == ask()["questions"][0]
+
+
+@pytest.mark.parametrize("label", ["Skip", "skip.", "Atla", "छोड़ें"])
+def test_skip_option_is_refused(label: str) -> None:
+    """An option that means Skip is refused: askgate always offers Skip itself."""
+    body = {"session": "s", "questions": [{"id": "a", "header": "H", "question": "Q?",
+            "options": [{"label": "Yes"}, {"label": label}]}]}
+    with pytest.raises(ValidationError) as exc:
+        QuestionCreate.model_validate(body)
+    assert validation_message(exc.value) == [
+        f"questions[0].options[1].label {label!r} is a Skip option; remove it: "
+        "askgate always offers Skip"
+    ]

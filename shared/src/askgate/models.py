@@ -6,6 +6,7 @@ Every rule of the contract lives here as a validator whose message names the fix
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Annotated, Any, Literal
 
 import regex
@@ -59,6 +60,13 @@ def cut_graphemes(text: str, limit: int) -> str:
     return "".join(clusters[:limit]).rstrip() if len(clusters) > limit else text
 
 
+SKIP_LABELS = frozenset({"skip", "atla", "छोड़ें"})
+
+
+def is_skip_label(label: str) -> bool:
+    return unicodedata.normalize("NFC", label).casefold().strip().rstrip(".!") in SKIP_LABELS
+
+
 def is_other_label(label: str) -> bool:
     norm = label.casefold().strip()
     if norm.endswith(RECOMMENDED.casefold()):
@@ -101,6 +109,8 @@ class Option(Strict):
             raise _err(
                 f"{v!r} is an 'Other' option; remove it: askgate always offers free text"
             )
+        if is_skip_label(v):
+            raise _err(f"{v!r} is a Skip option; remove it: askgate always offers Skip")
         return v
 
     @field_validator("description")

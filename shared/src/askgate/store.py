@@ -175,7 +175,7 @@ def canonical_answers(
         values_in = [raw] if isinstance(raw, str) else list(raw or [])
         values: list[str] = []
         for v in values_in:
-            v = " ".join(v.split())
+            v = v.strip()  # trimmed like a typed reply; inner spacing is the human's
             if not v:
                 continue
             if len(v) > FREE_TEXT_MAX:
