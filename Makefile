@@ -5,7 +5,7 @@ UV := $(PY) -m uv
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install run test lint bench clean
+.PHONY: install browser run test lint bench clean
 
 install: $(VENV)/.installed
 
@@ -14,10 +14,19 @@ $(VENV)/.installed: pyproject.toml uv.lock shared/pyproject.toml $(wildcard serv
 	$(UV) sync --all-packages --frozen
 	@touch $@
 
+# The web UI tests drive Debian's Chromium (Playwright never downloads a browser); a
+# Devanagari font lets the Hindi pages render. Needs root and apt; may take minutes.
+CHROMIUM := /usr/bin/chromium
+browser:
+	@if [ ! -x $(CHROMIUM) ] || ! fc-list 2>/dev/null | grep -qi devanagari; then \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y \
+			--no-install-recommends chromium fonts-lohit-deva; \
+	fi
+
 run: install
 	$(BIN)/askgate run
 
-test: install
+test: install browser
 	$(BIN)/python -m pytest
 
 lint: install

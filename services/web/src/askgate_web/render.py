@@ -10,13 +10,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, select_autoescape
-
 from askgate.i18n import t
 from askgate.models import RECOMMENDED, QuestionIn
 from askgate.render import summary_text
 from askgate.status import Status
 from askgate.store import Record
+from jinja2 import Environment, PackageLoader, select_autoescape
 
 ENV = Environment(
     loader=PackageLoader("askgate_web", "templates"),

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 import orjson
 import structlog
+from askgate import keys
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from askgate import keys
 from askgate_web.config import ERROR_BACKOFF_S, READ_BLOCK_MS, READ_COUNT, SUBSCRIBER_BACKLOG
 
 log = structlog.get_logger("askgate.web")
@@ -102,10 +102,7 @@ class Hub:
         log.info("web.reader_started", streams=len(last))
         while True:
             try:
-                reply = await redis.xread(
-                    last,  # type: ignore[arg-type]
-                    count=READ_COUNT, block=READ_BLOCK_MS,
-                )
+                reply = await redis.xread(last, count=READ_COUNT, block=READ_BLOCK_MS)
             except (RedisError, OSError) as exc:
                 # Keep the positions: the entries are still in the streams after an outage.
                 self.ready.clear()
@@ -136,7 +133,7 @@ class Hub:
             key = keys.question(qid)
         except ValueError:
             return
-        tenant, session = await redis.hmget(key, ["tenant", "session"])  # type: ignore[misc]
+        tenant, session = await redis.hmget(key, ["tenant", "session"])
         if tenant is None or session is None:
             return
         change = Change(

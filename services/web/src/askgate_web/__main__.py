@@ -1,0 +1,66 @@
+"""`askgate-web`: serve the web Control UI with uvicorn.
+
+Any number of replicas may run behind a load balancer: each one reads every event
+(`worker.Hub`) and serves any page. `--check` is the liveness probe.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+import uvicorn
+from askgate import health
+from askgate.errors import ConfigError
+from askgate.logs import configure_logging
+from askgate.settings import Settings, load
+
+from askgate_web.app import create_app
+from askgate_web.config import SERVICE
+from askgate_web.worker import Hub
+
+
+class Server(uvicorn.Server):
+    """uvicorn that ends the open event streams once it starts stopping: a browser's
+    EventSource never closes by itself, so it would hold the graceful shutdown."""
+
+    def __init__(self, config: uvicorn.Config, hub: Hub) -> None:
+        super().__init__(config)
+        self.hub = hub
+
+    async def on_tick(self, counter: int) -> bool:
+        should_exit = await super().on_tick(counter)
+        if should_exit:
+            self.hub.close()
+        return should_exit
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="askgate-web", description=__doc__)
+    parser.add_argument("--check", action="store_true", help="liveness probe: exit 0 if alive")
+    args = parser.parse_args(argv)
+    try:
+        settings = load(Settings)
+        if args.check:
+            raise SystemExit(asyncio.run(health.check(settings.redis_url, SERVICE)))
+        app = create_app(settings)
+    except ConfigError as exc:
+        print(f"askgate-web: {exc.message}", file=sys.stderr)
+        raise SystemExit(2) from None
+    configure_logging(settings.log_level, settings.log_json)
+    config = uvicorn.Config(
+        app,
+        host=settings.web_host,
+        port=settings.web_port,
+        access_log=False,
+        log_level=settings.log_level.lower(),
+        loop="uvloop",
+        http="httptools",
+        timeout_graceful_shutdown=5,
+    )
+    Server(config, app.state.hub).run()
+
+
+if __name__ == "__main__":
+    main()

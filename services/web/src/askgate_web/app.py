@@ -1,0 +1,89 @@
+"""The web Control UI application: wiring, lifespan, and where errors become pages."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import orjson
+import structlog
+from askgate import health
+from askgate.errors import AskgateError
+from askgate.i18n import t
+from askgate.settings import Settings
+from askgate.store import Store
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, Response
+from fastapi.staticfiles import StaticFiles
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from askgate_web import inbound, render
+from askgate_web.config import READ_BLOCK_MS, SERVICE
+from askgate_web.worker import Hub
+
+log = structlog.get_logger("askgate.web")
+STATIC = Path(__file__).parent / "static"
+
+
+def create_app(settings: Settings) -> FastAPI:
+    settings.require_secret()
+    hub = Hub()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        redis = Redis.from_url(settings.redis_url, socket_connect_timeout=1.0, socket_timeout=5.0)
+        # The blocking XREAD needs its own connection with a longer read timeout.
+        reader = Redis.from_url(settings.redis_url, socket_connect_timeout=1.0,
+                                socket_timeout=READ_BLOCK_MS / 1000 + 5.0)
+        app.state.store = Store(redis, settings)
+        stop = asyncio.Event()
+        tasks = [asyncio.create_task(hub.run(reader), name="web-reader"),
+                 asyncio.create_task(health.beat_forever(redis, SERVICE, stop), name="web-beat")]
+        log.info("web.started", redis=settings.redis_url.split("@")[-1])
+        try:
+            yield
+        finally:
+            hub.close()
+            stop.set()
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            await reader.aclose()
+            await redis.aclose()
+            log.info("web.stopped")
+
+    app = FastAPI(title="askgate web", lifespan=lifespan, docs_url=None, redoc_url=None,
+                  openapi_url=None)
+    app.state.settings = settings
+    app.state.hub = hub
+
+    @app.exception_handler(inbound.LinkRefused)
+    async def _refused(request: Request, exc: inbound.LinkRefused) -> Response:
+        if request.url.path.startswith("/api/"):
+            return _error(t(exc.locale, "link_invalid"), 403)
+        return HTMLResponse(render.invalid_html(exc.locale), 403, headers=inbound.PAGE)
+
+    @app.exception_handler(AskgateError)
+    async def _askgate_error(_: Request, exc: AskgateError) -> Response:
+        return _error(exc.message, exc.http_status)
+
+    @app.exception_handler(RedisError)
+    @app.exception_handler(OSError)
+    async def _redis_down(_: Request, exc: Exception) -> Response:
+        log.warning("web.redis_unavailable", error=str(exc))
+        return _error("Redis is unreachable; nothing was changed. Retry shortly.", 503)
+
+    app.include_router(inbound.router)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app
+
+
+def _error(message: str, status: int) -> Response:
+    return Response(orjson.dumps({"ok": False, "message": message}), status,
+                    media_type="application/json", headers=inbound.PRIVATE)

@@ -1,0 +1,72 @@
+"""The web service's event reader against real Redis: a broadcast read that wakes the
+pages of the question's own session, on every replica."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+import pytest
+from askgate.models import QuestionCreate
+from askgate.settings import Settings
+from askgate.status import Reason
+from askgate.store import Store
+from askgate_web.worker import Change, Hub
+from redis.asyncio import Redis
+
+from tests.conftest import ask_body
+
+
+@pytest.fixture
+async def hubs(redis: Redis) -> AsyncIterator[list[Hub]]:
+    """Two replicas' hubs, reading the web streams until the test ends."""
+    pair = [Hub(), Hub()]
+    tasks = [asyncio.create_task(h.run(redis)) for h in pair]
+    for h in pair:
+        await asyncio.wait_for(h.ready.wait(), 5)
+    yield pair
+    for task in tasks:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_every_replica_gets_every_event(
+    redis: Redis, settings: Settings, hubs: list[Hub]
+) -> None:
+    """Both hubs wake their page of the session: no consumer group splits the events."""
+    queues = [h.subscribe("acme", "s1") for h in hubs]
+    rec, _ = await Store(redis, settings).create("acme", QuestionCreate(**ask_body("s1")))
+    for queue in queues:
+        change = await asyncio.wait_for(queue.get(), 5)
+        assert change is not None
+        assert (change.type, change.question_id) == ("question.created", rec.id)
+
+
+async def test_only_the_questions_session_is_woken(
+    redis: Redis, settings: Settings, hubs: list[Hub]
+) -> None:
+    """A page of another session (or tenant) hears nothing of this question."""
+    hub = hubs[0]
+    mine, other_session, other_tenant = (
+        hub.subscribe("acme", "s1"), hub.subscribe("acme", "s2"), hub.subscribe("globex", "s1"))
+    store = Store(redis, settings)
+    rec, _ = await store.create("acme", QuestionCreate(**ask_body("s1")))
+    await store.end("acme", rec.id, Reason.CANCELLED)
+    seen = [await asyncio.wait_for(mine.get(), 5) for _ in range(2)]
+    assert [(c.type, c.status, c.reason) for c in seen if c] == [
+        ("question.created", "", ""), ("question.resolved", "no_answer", "cancelled")]
+    assert other_session.empty() and other_tenant.empty()
+
+
+async def test_close_ends_every_open_stream() -> None:
+    """On stop each open stream gets its end marker, even with a full backlog."""
+    hub = Hub()
+    queue = hub.subscribe("acme", "s1")
+    while not queue.full():
+        queue.put_nowait(Change("question.created", "q00abc"))
+    hub.close()
+    items = [queue.get_nowait() for _ in range(queue.qsize())]
+    assert items[-1] is None
+    assert hub.subscribe("acme", "s2").get_nowait() is None
