@@ -65,7 +65,8 @@ def ask_body(
 ) -> dict[str, Any]:
     """The POST /v1/questions body: the tool input with the context beside it."""
     body: dict[str, Any] = {
-        "questions": [dict(q) for q in questions],
+        # Anything that is not an object is passed on for the API to name in its 422.
+        "questions": [dict(q) if isinstance(q, Mapping) else q for q in questions],
         "session": session,
         "tool_call_id": tool_call_id,
     }

@@ -1,0 +1,52 @@
+"""Fixtures for tests that run askgate services as real processes (tests/processes.py).
+
+`api_server` is one API process shared by the whole session (tests that leave it
+running); `api_process` is a test's own, to kill, stop and start again on its port.
+Both use the session's Redis, which the `redis` fixture flushes before each test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from askgate.redis_server import RedisProcess
+from redis.asyncio import Redis
+
+from tests.processes import ApiProcess
+
+
+@pytest.fixture(scope="session")
+def api_server(redis_server: RedisProcess) -> Iterator[ApiProcess]:
+    """The API as a real uvicorn process on a free port, shared by the session."""
+    with ApiProcess(redis_server.url) as api:
+        yield api
+
+
+@pytest.fixture
+def api_process(redis_server: RedisProcess, redis: Redis) -> Iterator[ApiProcess]:
+    """This test's own API process (`.url`, `.kill()`, `.stop()`, `.start()`)."""
+    with ApiProcess(redis_server.url) as api:
+        yield api
+
+
+async def pending_question(api: ApiProcess, headers: dict[str, str], session: str) -> Any:
+    """The session's pending question, once an agent has asked it (polls the list)."""
+    async with httpx.AsyncClient(base_url=api.url, headers=headers) as http:
+        for _ in range(400):
+            r = await http.get("/v1/questions", params={"session": session, "status": "pending"})
+            if r.status_code == 200 and r.json()["questions"]:
+                return r.json()["questions"][0]
+            await asyncio.sleep(0.05)
+    raise AssertionError(f"no pending question in session {session!r}")
+
+
+async def answer_production(api: ApiProcess, headers: dict[str, str], question_id: str) -> None:
+    """The human picks Production for the seed example's deploy_target."""
+    async with httpx.AsyncClient(base_url=api.url, headers=headers) as http:
+        r = await http.post(f"/v1/questions/{question_id}/answer",
+                            json={"answers": {"deploy_target": ["Production"]}})
+        assert r.status_code == 200, r.text

@@ -1,0 +1,165 @@
+"""The Python client against the API as a real process: ask → answer → result, across
+restarts and outages, and cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import pytest
+from askgate.client import Askgate, AskResult, AsyncAskgate, InvalidAsk
+from askgate.redis_server import RedisProcess
+from askgate.tenants import create_tenant
+
+from tests.conftest import Tenant, ask_body
+from tests.e2e.conftest import answer_production, pending_question
+from tests.processes import ApiProcess
+
+QUESTIONS: list[Any] = ask_body()["questions"]
+SEED_ANSWERED = {"status": "answered", "answers": {"answers": {"deploy_target": ["Production"]}}}
+
+
+async def answer(api: ApiProcess, tenant: Tenant, question_id: str) -> None:
+    await answer_production(api, tenant.headers, question_id)
+
+
+async def session_questions(api: ApiProcess, tenant: Tenant, session: str) -> list[Any]:
+    async with httpx.AsyncClient(base_url=api.url, headers=tenant.headers) as http:
+        r = await http.get("/v1/questions", params={"session": session})
+        assert r.status_code == 200, r.text
+        questions: list[Any] = r.json()["questions"]
+        return questions
+
+
+async def test_ask_returns_seed_result(api_server: ApiProcess, tenant: Tenant) -> None:
+    """ask() blocks until the human answers and returns exactly the seed's result."""
+    async with AsyncAskgate(api_server.url, tenant.api_key, session="s1") as ag:
+        task = asyncio.create_task(ag.ask(QUESTIONS, timeout_s=300))
+        question = await pending_question(api_server, tenant.headers, "s1")
+        await answer(api_server, tenant, question["id"])
+        result = await task
+    assert result.tool_result == SEED_ANSWERED
+    assert (result.status, result.answers, result.reason) == (
+        "answered", {"deploy_target": ["Production"]}, None)
+
+
+async def test_sync_ask_returns_seed_result(api_server: ApiProcess, tenant: Tenant) -> None:
+    """The blocking client's ask() returns the same seed result."""
+    def blocking_ask() -> AskResult:
+        with Askgate(api_server.url, tenant.api_key) as ag:
+            return ag.ask(QUESTIONS, session="s1", timeout_s=300)
+
+    task = asyncio.create_task(asyncio.to_thread(blocking_ask))
+    question = await pending_question(api_server, tenant.headers, "s1")
+    await answer(api_server, tenant, question["id"])
+    assert (await task).tool_result == SEED_ANSWERED
+
+
+async def test_ask_survives_api_restart(api_process: ApiProcess, tenant: Tenant) -> None:
+    """An API crash and restart during the wait: the client still gets the answer,
+    and the question was asked once."""
+    async with AsyncAskgate(api_process.url, tenant.api_key, session="s1") as ag:
+        task = asyncio.create_task(ag.ask(QUESTIONS, timeout_s=300))
+        question = await pending_question(api_process, tenant.headers, "s1")
+        await asyncio.to_thread(api_process.kill)
+        await asyncio.to_thread(api_process.start)
+        await answer(api_process, tenant, question["id"])
+        result = await task
+    assert result.tool_result == SEED_ANSWERED
+    assert [q["id"] for q in await session_questions(api_process, tenant, "s1")] == [
+        question["id"]]
+
+
+async def test_ask_waits_for_api_that_is_down(api_process: ApiProcess, tenant: Tenant) -> None:
+    """An ask made while the API is down is retried until it is back, and asked once."""
+    await asyncio.to_thread(api_process.stop)
+    async with AsyncAskgate(api_process.url, tenant.api_key, session="s1") as ag:
+        task = asyncio.create_task(ag.ask(QUESTIONS, timeout_s=300))
+        await asyncio.sleep(0.5)  # let it fail to connect a few times
+        assert not task.done()
+        await asyncio.to_thread(api_process.start)
+        question = await pending_question(api_process, tenant.headers, "s1")
+        await answer(api_process, tenant, question["id"])
+        assert (await task).tool_result == SEED_ANSWERED
+    assert len(await session_questions(api_process, tenant, "s1")) == 1
+
+
+async def test_ask_retries_503_during_redis_outage(tenant: Tenant) -> None:
+    """While Redis is down the API answers 503 + Retry-After; the client retries and
+    asks once Redis is back."""
+    with RedisProcess(persist=True) as redis_server, ApiProcess(redis_server.url) as api:
+        from redis.asyncio import Redis
+
+        async with Redis.from_url(redis_server.url) as redis:
+            _, key = await create_tenant(redis, "outage")
+        own = Tenant("t", key, "")
+        redis_server.stop(graceful=True)  # flushes the AOF: the tenant survives
+        async with httpx.AsyncClient(base_url=api.url, headers=own.headers) as http:
+            r = await http.post("/v1/questions", json=ask_body())
+            assert r.status_code == 503 and "retry-after" in r.headers
+        async with AsyncAskgate(api.url, key, session="s1") as ag:
+            task = asyncio.create_task(ag.ask(QUESTIONS, timeout_s=300))
+            await asyncio.sleep(0.5)
+            assert not task.done()
+            redis_server.start()
+            question = await pending_question(api, own.headers, "s1")
+            await answer(api, own, question["id"])
+            assert (await task).tool_result == SEED_ANSWERED
+
+
+async def test_cancelling_ask_cancels_question(api_server: ApiProcess, tenant: Tenant) -> None:
+    """Cancelling the task that awaits ask() cancels the question (no_answer, cancelled)."""
+    async with AsyncAskgate(api_server.url, tenant.api_key, session="s1") as ag:
+        task = asyncio.create_task(ag.ask(QUESTIONS, timeout_s=300))
+        question = await pending_question(api_server, tenant.headers, "s1")
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        final = await ag.get(question["id"])
+    assert (final.status, final.reason, final.result) == (
+        "no_answer", "cancelled", {"status": "no_answer"})
+
+
+async def test_skip_gives_no_answer_with_reason(api_server: ApiProcess, tenant: Tenant) -> None:
+    """A skipped question gives the seed's no_answer result and reason skipped."""
+    async with AsyncAskgate(api_server.url, tenant.api_key, session="s1") as ag:
+        task = asyncio.create_task(ag.ask(QUESTIONS, timeout_s=300))
+        question = await pending_question(api_server, tenant.headers, "s1")
+        async with httpx.AsyncClient(base_url=api_server.url, headers=tenant.headers) as http:
+            assert (await http.post(f"/v1/questions/{question['id']}/skip")).status_code == 200
+        result = await task
+    assert (result.tool_result, result.status, result.reason, result.answers) == (
+        {"status": "no_answer"}, "no_answer", "skipped", {})
+
+
+async def test_start_then_wait_with_timeout(api_server: ApiProcess, tenant: Tenant) -> None:
+    """start() returns the pending question; wait(timeout_s) is None while it is pending
+    and the result once answered."""
+    async with AsyncAskgate(api_server.url, tenant.api_key, session="s1") as ag:
+        question = await ag.start(QUESTIONS, timeout_s=300)
+        assert question.status == "pending" and question.outcome() is None
+        assert await ag.wait(question.id, timeout_s=0.2) is None
+        await answer(api_server, tenant, question.id)
+        result = await ag.wait(question.id, timeout_s=30)
+    assert result is not None and result.tool_result == SEED_ANSWERED
+
+
+async def test_retried_start_returns_same_question(api_server: ApiProcess,
+                                                   tenant: Tenant) -> None:
+    """Two starts with the same tool_call_id are one question (the idempotent replay)."""
+    async with AsyncAskgate(api_server.url, tenant.api_key, session="s1") as ag:
+        first = await ag.start(QUESTIONS, tool_call_id="call-1")
+        again = await ag.start(QUESTIONS, tool_call_id="call-1")
+    assert again.id == first.id
+
+
+async def test_invalid_ask_raises_with_field_message(api_server: ApiProcess,
+                                                     tenant: Tenant) -> None:
+    """A 422 raises InvalidAsk whose message names the field and the fix."""
+    bad = [{**QUESTIONS[0], "id": "Deploy Target"}]
+    async with AsyncAskgate(api_server.url, tenant.api_key, session="s1") as ag:
+        with pytest.raises(InvalidAsk) as caught:
+            await ag.ask(bad)
+    assert caught.value.status_code == 422
+    assert caught.value.message == "questions[0].id must be snake_case, for example deploy_target"

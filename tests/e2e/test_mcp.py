@@ -1,0 +1,148 @@
+"""The MCP server as its real console script over stdio, driven by the MCP SDK's own
+client, against the API as a process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import jsonschema  # type: ignore[import-untyped]
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp_types import CallToolResult, TextContent
+
+from tests.conftest import Tenant, ask_body
+from tests.e2e.conftest import answer_production, pending_question
+from tests.processes import ApiProcess
+
+SEED_INPUT = {k: v for k, v in ask_body().items() if k in ("questions", "timeoutSeconds")}
+SEED_ANSWERED = {"status": "answered", "answers": {"answers": {"deploy_target": ["Production"]}}}
+SESSION = "mcp-session"
+
+
+def text_of(result: CallToolResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+@asynccontextmanager
+async def mcp_client(api_server: ApiProcess, tenant: Tenant) -> AsyncIterator[Client]:
+    """`askgate-mcp` spawned over stdio for this tenant, and a connected MCP client
+    (a context manager, not a fixture: anyio needs one task to enter and exit it)."""
+    params = StdioServerParameters(
+        command=str(Path(sys.executable).parent / "askgate-mcp"),
+        env={
+            "ASKGATE_URL": api_server.url,
+            "ASKGATE_API_KEY": tenant.api_key,
+            "ASKGATE_SESSION": SESSION,
+            "ASKGATE_PROGRESS_INTERVAL_S": "0.2",
+        },
+    )
+    async with Client(params) as client:
+        yield client
+
+
+async def test_lists_ask_user_with_seed_schema(api_server: ApiProcess, tenant: Tenant) -> None:
+    """tools/list has one tool, ask_user, whose schema is the seed's: the SPEC example
+    validates, and unknown fields are refused at every level."""
+    async with mcp_client(api_server, tenant) as client:
+        tools = (await client.list_tools()).tools
+        assert [t.name for t in tools] == ["ask_user"]
+        schema = tools[0].input_schema
+        question = schema["properties"]["questions"]["items"]
+        option = question["properties"]["options"]["items"]
+        assert (set(schema["properties"]), schema["required"]) == (
+            {"questions", "timeoutSeconds"}, ["questions"])
+        assert (set(question["properties"]), question["required"]) == (
+            {"id", "header", "question", "options", "multiSelect"},
+            ["id", "header", "question", "options"])
+        assert (set(option["properties"]), option["required"]) == (
+            {"label", "description"}, ["label"])
+        assert [s["additionalProperties"] for s in (schema, question, option)] == [False] * 3
+        jsonschema.validate(SEED_INPUT, schema)
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({**SEED_INPUT, "session": "x"}, schema)
+
+
+async def test_description_carries_model_guidance(api_server: ApiProcess, tenant: Tenant) -> None:
+    """The tool description tells the model when to ask and how to shape the options."""
+    async with mcp_client(api_server, tenant) as client:
+        description = (await client.list_tools()).tools[0].description or ""
+        for phrase in ("genuinely the user's", "1-3 multiple-choice questions",
+                       ' (Recommended)', 'Do not add an "Other" option',
+                       "no_answer, proceed with your best judgment"):
+            assert phrase in description
+
+
+async def test_ask_user_returns_seed_result(api_server: ApiProcess, tenant: Tenant) -> None:
+    """ask_user waits for the human's answer and returns the seed result as JSON text
+    and as structured content."""
+    async with mcp_client(api_server, tenant) as client:
+        async with anyio.create_task_group() as tg:
+            results: list[Any] = []
+
+            async def call() -> None:
+                results.append(await client.call_tool("ask_user", SEED_INPUT))
+
+            tg.start_soon(call)
+            question = await pending_question(api_server, tenant.headers, SESSION)
+            await answer_production(api_server, tenant.headers, question["id"])
+        result = results[0]
+        assert not result.is_error
+        assert result.structured_content == SEED_ANSWERED
+        assert json.loads(text_of(result)) == SEED_ANSWERED
+
+
+async def test_validation_error_is_tool_error(api_server: ApiProcess, tenant: Tenant) -> None:
+    """A 422 from the API comes back as a tool error whose text names the field."""
+    async with mcp_client(api_server, tenant) as client:
+        bad = {"questions": [{**SEED_INPUT["questions"][0], "id": "Deploy Target"}]}
+        result = await client.call_tool("ask_user", bad)
+        assert result.is_error
+        assert text_of(result) == (
+            "questions[0].id must be snake_case, for example deploy_target")
+
+
+async def test_progress_while_waiting(api_server: ApiProcess, tenant: Tenant) -> None:
+    """While the human has not answered, the caller receives progress notifications."""
+    async with mcp_client(api_server, tenant) as client:
+        seen: list[tuple[float, str | None]] = []
+        got_progress = anyio.Event()
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            seen.append((progress, message))
+            got_progress.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: client.call_tool("ask_user", SEED_INPUT,
+                                                       progress_callback=on_progress))
+            question = await pending_question(api_server, tenant.headers, SESSION)
+            await got_progress.wait()
+            await answer_production(api_server, tenant.headers, question["id"])
+        assert seen[0][1] is not None and "Waiting for the user's answer" in seen[0][1]
+        assert [v for v, _ in seen] == sorted(v for v, _ in seen)
+
+
+async def test_cancelled_call_cancels_question(api_server: ApiProcess, tenant: Tenant) -> None:
+    """A call the MCP client cancels ends the question as no_answer / cancelled."""
+    async with mcp_client(api_server, tenant) as client:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client.call_tool, "ask_user", SEED_INPUT)
+            question = await pending_question(api_server, tenant.headers, SESSION)
+            tg.cancel_scope.cancel()
+        async with httpx.AsyncClient(base_url=api_server.url, headers=tenant.headers) as http:
+            for _ in range(200):
+                final = (await http.get(f"/v1/questions/{question['id']}")).json()
+                if final["status"] != "pending":
+                    break
+                await asyncio.sleep(0.05)
+        assert (final["status"], final["reason"], final["result"]) == (
+            "no_answer", "cancelled", {"status": "no_answer"})
