@@ -86,8 +86,9 @@ def run_stack(embedded_redis: bool = True) -> int:
         proc = subprocess.Popen([sys.executable, "-m", module], env=env, start_new_session=True)
         children.append((name, proc))
     api = f"http://{env.get('ASKGATE_API_HOST', '127.0.0.1')}:{env.get('ASKGATE_API_PORT', '8000')}"
-    print(f"askgate: started {', '.join(n for n, _ in children)}; API at {api} "
-          "(Ctrl-C stops everything)")
+    web = f"http://{env.get('ASKGATE_WEB_HOST', '127.0.0.1')}:{env.get('ASKGATE_WEB_PORT', '8001')}"
+    print(f"askgate: started {', '.join(n for n, _ in children)}; API at {api}, "
+          f"Control UI at {web} (Ctrl-C stops everything)")
 
     stopping = False
 
