@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-
 from askgate.redis_server import RedisProcess
+
 from tests.conftest import ask_body
 from tests.processes import ApiProcess
 
@@ -21,7 +21,9 @@ def _env(redis_url: str, **extra: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def sweeper(redis_server: RedisProcess, api_process: ApiProcess) -> Iterator[subprocess.Popen[bytes]]:
+def sweeper(
+    redis_server: RedisProcess, api_process: ApiProcess
+) -> Iterator[subprocess.Popen[bytes]]:
     """`askgate-sweeper` as a process ticking every 50 ms."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "askgate_sweeper"],

@@ -153,7 +153,8 @@ async def test_sweeper_expires_overdue_once(redis: Redis, redis_server: Any, set
         assert rec is not None and rec.status == "pending"
     rec = await store.load(due[0])
     assert rec is not None and (rec.status, rec.reason) == ("no_answer", "timeout")
-    assert await redis.zcard(keys.tenant_pending(tenant.id)) == len(keep)
+    # Quota entries are scored by the deadline: the expired ones no longer count.
+    assert await redis.zcount(keys.tenant_pending(tenant.id), now_ms(), "+inf") == len(keep)
     for r in replicas:
         await r.redis.aclose()
 
@@ -209,17 +210,21 @@ async def test_keyspace_after_full_lifecycle(redis: Redis, settings: Settings,
     after = {k.decode() for k in await redis.keys("*")} - before
     assert after == {
         keys.question(qid),
+        keys.doc(qid),
         keys.result_key(qid),
-        keys.session_index(shard, tenant.id, "ks-0"),
+        keys.session(shard, tenant.id, "ks-0"),
         keys.events(shard, "web"),
         keys.events(shard, "telegram"),
         keys.tenant_rate(tenant.id),
     }
     keep_ms = settings.result_ttl_s * 1000
-    for key in (keys.question(qid), keys.result_key(qid)):
+    for key in (keys.question(qid), keys.doc(qid), keys.result_key(qid)):
         ttl = await redis.pttl(key)
         assert keep_ms - 60_000 < ttl <= keep_ms
-    assert 0 < await redis.pttl(keys.session_index(shard, tenant.id, "ks-0")) <= keep_ms + 900_000
+    session = keys.session(shard, tenant.id, "ks-0")
+    session_created = (await redis.hget(keys.question(qid), "created"))
+    assert keep_ms - 60_000 < await redis.pttl(session) <= keep_ms + 900_000
+    assert await redis.hgetall(session) == {qid.encode(): session_created}  # no longer pending
     assert 0 < await redis.pttl(keys.tenant_rate(tenant.id)) <= 1000
     # Streams are capped by MAXLEN instead of a TTL: consumers may be down for a while.
     assert await redis.pttl(keys.events(shard, "web")) == -1
@@ -234,14 +239,18 @@ async def test_keyspace_while_pending(redis: Redis, settings: Settings, tenant: 
     after = {k.decode() for k in await redis.keys("*")} - before
     assert after == {
         keys.question(qid),
-        keys.pending(shard, tenant.id, "kp-0"),
+        keys.doc(qid),
+        keys.session(shard, tenant.id, "kp-0"),
         keys.due(shard),
-        keys.session_index(shard, tenant.id, "kp-0"),
         keys.run(shard, tenant.id, "r"),
         keys.events(shard, "web"),
         keys.tenant_pending(tenant.id),
         keys.tenant_rate(tenant.id),
     }
+    session = await redis.hgetall(keys.session(shard, tenant.id, "kp-0"))
+    assert session[b"pending"].decode().split("|")[0] == qid
+    # Every value in the question hash stays short, so Redis keeps it as a listpack.
+    assert await redis.object("encoding", keys.question(qid)) in (b"listpack", b"ziplist")
     for key in after - {keys.due(shard), keys.events(shard, "web")}:
         assert await redis.pttl(key) > 0, key
     assert await redis.zscore(keys.due(shard), qid) == pytest.approx(
@@ -256,8 +265,7 @@ async def test_keys_share_the_question_hash_tag(tenant: Tenant) -> None:
     shard = keys.shard_of(qid)
     tag = f"{{ag:{shard:02d}}}"
     for key in (keys.question(qid), keys.result_key(qid), keys.due(shard),
-                keys.pending(shard, tenant.id, "sess"),
-                keys.session_index(shard, tenant.id, "sess"),
+                keys.doc(qid), keys.session(shard, tenant.id, "sess"),
                 keys.run(shard, tenant.id, "r"), keys.events(shard, "web")):
         assert tag in key
     assert shard == keys.shard_for(tenant.id, "sess")

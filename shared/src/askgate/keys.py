@@ -45,6 +45,11 @@ def question(question_id: str) -> str:
     return f"{tag(shard_of(question_id))}:q:{question_id}"
 
 
+def doc(question_id: str) -> str:
+    """STRING: the question's static part (questions, targets, callback), compressed."""
+    return f"{tag(shard_of(question_id))}:doc:{question_id}"
+
+
 def result_key(question_id: str) -> str:
     return f"{tag(shard_of(question_id))}:result:{question_id}"
 
@@ -58,18 +63,14 @@ def result_channel(question_id: str) -> str:
 # -- per session / run / shard -----------------------------------------------------------
 
 
-def pending(shard: int, tenant: str, session: str) -> str:
-    """The id of the session's one pending question (a string, absent when none)."""
-    return f"{tag(shard)}:pending:{tenant}:{session}"
-
-
-def session_index(shard: int, tenant: str, session: str) -> str:
-    """ZSET of the session's question ids, scored by creation time (ms)."""
+def session(shard: int, tenant: str, session: str) -> str:
+    """HASH of one session: field `pending` = "<question id>|<expires ms>" while a question
+    is pending, and one field per recent question id = its creation time (ms)."""
     return f"{tag(shard)}:session:{tenant}:{session}"
 
 
 def run(shard: int, tenant: str, run_id: str) -> str:
-    """SET of the run's pending question ids in this shard."""
+    """ZSET of the run's pending question ids in this shard, scored by expiry (ms)."""
     return f"{tag(shard)}:run:{tenant}:{run_id}"
 
 
@@ -166,7 +167,7 @@ LUA_KEYS = """
 local function k_prefix(qkey) return string.sub(qkey, 1, string.find(qkey, '}', 1, true)) end
 local function k_question(P, id) return P .. ':q:' .. id end
 local function k_result(P, id) return P .. ':result:' .. id end
-local function k_pending(P, t, s) return P .. ':pending:' .. t .. ':' .. s end
+local function k_doc(P, id) return P .. ':doc:' .. id end
 local function k_session(P, t, s) return P .. ':session:' .. t .. ':' .. s end
 local function k_run(P, t, r) return P .. ':run:' .. t .. ':' .. r end
 local function k_due(P) return P .. ':due' end

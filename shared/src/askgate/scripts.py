@@ -32,10 +32,18 @@ _RESOLVE = (
 local function extend(key, ms)
   ms = tonumber(ms)
   local ttl = redis.call('PTTL', key)
-  if ttl >= 0 and ttl < ms then redis.call('PEXPIRE', key, ms) end
+  if ttl < ms then redis.call('PEXPIRE', key, ms) end  -- -1 (no TTL yet) included
 end
 
-local function resolve(qkey, id, status, reason, result, responder, now, keep_ms, maxlen)
+-- The session hash's `pending` field is "<id>|<expires ms>".
+local function pending_id(field)
+  if not field then return nil, 0 end
+  local sep = string.find(field, '|', 1, true)
+  return string.sub(field, 1, sep - 1), tonumber(string.sub(field, sep + 1))
+end
+
+local function resolve(qkey, id, status, reason, result, responder, now, keep_ms, maxlen,
+                       in_due)
   local f = redis.call('HMGET', qkey, 'status', 'tenant', 'session', 'run', 'channels', 'reason')
   if not f[1] then return {'missing'} end
   local allowed = ALLOWED[f[1]]
@@ -44,12 +52,15 @@ local function resolve(qkey, id, status, reason, result, responder, now, keep_ms
   redis.call('HSET', qkey, 'status', status, 'reason', reason, 'result', result,
              'responder', responder, 'resolved', now)
   redis.call('PEXPIRE', qkey, keep_ms)
+  redis.call('PEXPIRE', k_doc(P, id), keep_ms)
   redis.call('SET', k_result(P, id), result, 'PX', keep_ms)
-  local pk = k_pending(P, f[2], f[3])
-  if redis.call('GET', pk) == id then redis.call('DEL', pk) end
-  redis.call('ZREM', k_due(P), id)
-  extend(k_session(P, f[2], f[3]), keep_ms)
-  if f[4] and f[4] ~= '' then redis.call('SREM', k_run(P, f[2], f[4]), id) end
+  local sk = k_session(P, f[2], f[3])
+  if pending_id(redis.call('HGET', sk, 'pending')) == id then
+    redis.call('HDEL', sk, 'pending')
+  end
+  extend(sk, keep_ms)
+  if in_due then redis.call('ZREM', k_due(P), id) end
+  if f[4] and f[4] ~= '' then redis.call('ZREM', k_run(P, f[2], f[4]), id) end
   for ch in string.gmatch(f[5] or '', '[^,]+') do
     redis.call('XADD', k_events(P, ch), 'MAXLEN', '~', maxlen, '*',
                'type', 'question.resolved', 'id', id, 'status', status, 'reason', reason)
@@ -60,28 +71,37 @@ end
 """
 )
 
-CREATE = """
--- KEYS[1] question hash      KEYS[2] session's pending pointer   KEYS[3] due zset
--- KEYS[4] session index      KEYS[5] run set (ignored unless ARGV[6] == '1')
--- KEYS[6..] one event stream per channel the question goes to
--- ARGV[1] id  ARGV[2] expires_ms  ARGV[3] now_ms  ARGV[4] keep_ms (hash TTL)
--- ARGV[5] stream maxlen  ARGV[6] has_run  ARGV[7..] the hash's field/value pairs
+CREATE = (
+    _RESOLVE
+    + """
+-- KEYS[1] question hash   KEYS[2] session hash   KEYS[3] due zset   KEYS[4] run zset
+-- KEYS[5] the question's doc (static part)   KEYS[6..] one event stream per channel
+-- ARGV[1] id  ARGV[2] expires_ms  ARGV[3] now_ms  ARGV[4] keep_ms (TTL of hash and doc)
+-- ARGV[5] stream maxlen  ARGV[6] has_run ('1'|'0')  ARGV[7] doc bytes
+-- ARGV[8..] the hash's field/value pairs
 -- Returns {'created'} | {'replay'} | {'busy', pending_id}
 if redis.call('EXISTS', KEYS[1]) == 1 then return {'replay'} end
-local cur = redis.call('GET', KEYS[2])
-if cur and cur ~= ARGV[1] then return {'busy', cur} end
 local now, expires, keep = tonumber(ARGV[3]), tonumber(ARGV[2]), tonumber(ARGV[4])
-redis.call('HSET', KEYS[1], unpack(ARGV, 7))
+local cur, cur_expires = pending_id(redis.call('HGET', KEYS[2], 'pending'))
+-- A pending question whose deadline passed a minute ago without the sweeper ending it
+-- no longer blocks its session.
+if cur and cur ~= ARGV[1] and cur_expires + 60000 > now then return {'busy', cur} end
+redis.call('HSET', KEYS[1], unpack(ARGV, 8))
 redis.call('PEXPIRE', KEYS[1], keep)
--- The pointer outlives the deadline a little so the sweeper, not the TTL, ends it.
-redis.call('SET', KEYS[2], ARGV[1], 'PX', expires - now + 60000)
+redis.call('SET', KEYS[5], ARGV[7], 'PX', keep)
+-- Forget questions older than the retention period, then add this one.
+local fields = redis.call('HGETALL', KEYS[2])
+for i = 1, #fields, 2 do
+  if fields[i] ~= 'pending' and tonumber(fields[i + 1]) < now - keep then
+    redis.call('HDEL', KEYS[2], fields[i])
+  end
+end
+redis.call('HSET', KEYS[2], 'pending', ARGV[1] .. '|' .. ARGV[2], ARGV[1], ARGV[3])
+extend(KEYS[2], keep)
 redis.call('ZADD', KEYS[3], expires, ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - keep)
-redis.call('ZADD', KEYS[4], now, ARGV[1])
-redis.call('PEXPIRE', KEYS[4], keep)
 if ARGV[6] == '1' then
-  redis.call('SADD', KEYS[5], ARGV[1])
-  redis.call('PEXPIRE', KEYS[5], keep)
+  redis.call('ZADD', KEYS[4], expires, ARGV[1])
+  extend(KEYS[4], keep)
 end
 for i = 6, #KEYS do
   redis.call('XADD', KEYS[i], 'MAXLEN', '~', ARGV[5], '*',
@@ -89,6 +109,7 @@ for i = 6, #KEYS do
 end
 return {'created'}
 """
+)
 
 RESOLVE = (
     _RESOLVE
@@ -97,7 +118,8 @@ RESOLVE = (
 -- ARGV[1] id  ARGV[2] new status  ARGV[3] reason ('' when answered)  ARGV[4] result JSON
 -- ARGV[5] responder JSON  ARGV[6] now_ms  ARGV[7] keep_ms  ARGV[8] stream maxlen
 -- Returns {'ok', tenant} | {'final', status, reason} | {'missing'}
-return resolve(KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8])
+return resolve(KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8],
+               true)
 """
 )
 
@@ -108,36 +130,34 @@ SWEEP = (
 -- ARGV[1] now_ms  ARGV[2] batch size  ARGV[3] keep_ms  ARGV[4] stream maxlen
 -- ARGV[5] the no_answer result JSON
 -- Ends up to ARGV[2] questions whose deadline has passed as no_answer/timeout.
--- Returns a flat list: id1, tenant1, id2, tenant2, ...
+-- Returns {ended, taken}: how many it ended, and how many due entries it took.
+-- (Tenants' quota entries are scored by the same deadline and drop out by themselves.)
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
+if #due == 0 then return {0, 0} end
 local P = k_prefix(KEYS[1])
-local out = {}
+local ended = 0
 for _, id in ipairs(due) do
   local r = resolve(k_question(P, id), id, 'no_answer', 'timeout', ARGV[5], '', ARGV[1],
-                    ARGV[3], ARGV[4])
-  if r[1] == 'ok' then
-    out[#out + 1] = id
-    out[#out + 1] = r[2]
-  else
-    redis.call('ZREM', KEYS[1], id)
-  end
+                    ARGV[3], ARGV[4], false)
+  if r[1] == 'ok' then ended = ended + 1 end
 end
-return out
+redis.call('ZREM', KEYS[1], unpack(due))
+return {ended, #due}
 """
 )
 
 ABORT_RUN = (
     _RESOLVE
     + """
--- KEYS[1] a run's pending set in one shard
+-- KEYS[1] a run's pending zset in one shard
 -- ARGV[1] now_ms  ARGV[2] keep_ms  ARGV[3] stream maxlen  ARGV[4] the no_answer result
 -- Ends every pending question of the run in this shard as no_answer/run_aborted.
 -- Returns the ids it ended.
 local P = k_prefix(KEYS[1])
 local out = {}
-for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
   local r = resolve(k_question(P, id), id, 'no_answer', 'run_aborted', ARGV[4], '', ARGV[1],
-                    ARGV[2], ARGV[3])
+                    ARGV[2], ARGV[3], true)
   if r[1] == 'ok' then out[#out + 1] = id end
 end
 redis.call('DEL', KEYS[1])
@@ -167,7 +187,7 @@ for i = 0, n - 1 do
   if redis.call('HGET', KEYS[1], 'ds:' .. i) ~= 'failed' then return {'ok', '0'} end
 end
 local r = resolve(KEYS[1], ARGV[1], 'no_answer', 'delivery_failed', ARGV[9], '', ARGV[6],
-                  ARGV[7], ARGV[8])
+                  ARGV[7], ARGV[8], true)
 return {'ok', r[1] == 'ok' and '1' or '0'}
 """
 )

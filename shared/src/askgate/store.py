@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -52,15 +53,15 @@ def result_json(answers: Mapping[str, list[str]]) -> bytes:
 def new_question_id(
     tenant: str, session: str, run_id: str | None, tool_call_id: str | None
 ) -> str:
-    """`q` + the session's shard in hex + 20 base32 chars. With a tool_call_id the id is
+    """`q` + the session's shard in hex + 16 base32 chars (80 bits). With a tool_call_id the id is
     derived from (tenant, run or session, tool_call_id), so a retried ask finds itself."""
     shard = keys.shard_for(tenant, session)
     if tool_call_id:
         seed = f"{tenant}\x00{run_id or session}\x00{tool_call_id}".encode()
         raw = hashlib.sha256(seed).digest()
     else:
-        raw = os.urandom(13)
-    token = base64.b32encode(raw).decode().lower()[:20]
+        raw = os.urandom(10)
+    token = base64.b32encode(raw).decode().lower()[:16]
     return f"q{shard:02x}{token}"
 
 
@@ -157,6 +158,47 @@ def _decode(raw: Mapping[bytes, bytes]) -> dict[str, str]:
     return {k.decode(): v.decode() for k, v in raw.items()}
 
 
+# A question's static part (questions, targets, callback) is stored apart from its hash,
+# deflated with a preset dictionary of the ask's JSON shape: the hash keeps only short
+# values, so Redis stores it as a compact listpack, and the text takes ~40% of its size.
+DOC_VERSION = b"\x01"
+_ZDICT = (
+    b'{"questions":[{"id":"","header":"","question":"","options":[{"label":" (Recommended)",'
+    b'"description":""},{"label":"","description":""}],"multiSelect":false}],"targets":'
+    b'[{"channel":"telegram","chat_id":""},{"channel":"web"}],"callback":"https://"}'
+)
+
+
+def encode_doc(questions: list[Any], targets: list[Any], callback: str | None) -> bytes:
+    doc: dict[str, Any] = {"questions": questions, "targets": targets}
+    if callback:
+        doc["callback"] = callback
+    c = zlib.compressobj(9, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, _ZDICT)
+    return DOC_VERSION + c.compress(orjson.dumps(doc)) + c.flush()
+
+
+def decode_doc(blob: bytes) -> dict[str, str]:
+    """The doc as the record fields `doc`, `targets`, `callback` (JSON / text)."""
+    if blob[:1] != DOC_VERSION:
+        raise ValueError("unknown question doc version")
+    d = zlib.decompressobj(-15, _ZDICT)
+    doc = orjson.loads(d.decompress(blob[1:]) + d.flush())
+    for q in doc["questions"]:
+        q.setdefault("multiSelect", False)
+    out = {"doc": orjson.dumps(doc["questions"]).decode(),
+           "targets": orjson.dumps(doc["targets"]).decode()}
+    if doc.get("callback"):
+        out["callback"] = doc["callback"]
+    return out
+
+
+def record_from(question_id: str, raw: Mapping[bytes, bytes], blob: bytes | None) -> Record | None:
+    """A Record from the question hash and its doc as read from Redis (None if gone)."""
+    if not raw or blob is None:
+        return None
+    return Record(question_id, {**_decode(raw), **decode_doc(blob)})
+
+
 def canonical_answers(
     questions: Sequence[QuestionIn], given: Mapping[str, list[str] | str], locale: str = "en"
 ) -> dict[str, list[str]]:
@@ -233,8 +275,11 @@ class Store:
             key = keys.question(question_id)
         except ValueError:
             return None
-        raw = await self.redis.hgetall(key)
-        return Record(question_id, _decode(raw)) if raw else None
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hgetall(key)
+            pipe.get(keys.doc(question_id))
+            raw, blob = await pipe.execute()
+        return record_from(question_id, raw, blob)
 
     async def get(self, tenant: str, question_id: str) -> Record:
         rec = await self.load(question_id)
@@ -247,27 +292,29 @@ class Store:
         self, tenant: str, session: str, status: Status | None = None, limit: int = 50
     ) -> list[Record]:
         shard = keys.shard_for(tenant, session)
-        ids = await self.redis.zrevrange(keys.session_index(shard, tenant, session), 0, limit - 1)
+        fields = _decode(await self.redis.hgetall(keys.session(shard, tenant, session)))
+        fields.pop("pending", None)
+        ids = sorted(fields, key=lambda qid: int(fields[qid]), reverse=True)[:limit]
         if not ids:
             return []
         async with self.redis.pipeline(transaction=False) as pipe:
             for qid in ids:
-                pipe.hgetall(keys.question(qid.decode()))
+                pipe.hgetall(keys.question(qid))
+                pipe.get(keys.doc(qid))
             rows = await pipe.execute()
         out = []
-        for qid, raw in zip(ids, rows, strict=True):
-            if raw:
-                rec = Record(qid.decode(), _decode(raw))
-                if status is None or rec.status == status:
-                    out.append(rec)
+        for i, qid in enumerate(ids):
+            rec = record_from(qid, rows[2 * i], rows[2 * i + 1])
+            if rec is not None and (status is None or rec.status == status):
+                out.append(rec)
         return out
 
     async def pending_for(self, tenant: str, session: str) -> Record | None:
         shard = keys.shard_for(tenant, session)
-        qid = await self.redis.get(keys.pending(shard, tenant, session))
-        if qid is None:
+        pending = await self.redis.hget(keys.session(shard, tenant, session), "pending")
+        if pending is None:
             return None
-        rec = await self.load(qid.decode())
+        rec = await self.load(pending.decode().split("|", 1)[0])
         return rec if rec is not None and rec.status == Status.PENDING else None
 
     # -- the ask -----------------------------------------------------------------------
@@ -326,14 +373,14 @@ class Store:
             "created": now,
             "expires": expires,
             "timeout": timeout_s,
-            "doc": orjson.dumps(
-                [q.model_dump(mode="json", exclude_none=True) for q in body.questions]
-            ).decode(),
             "channels": ",".join(channels),
             "ntargets": len(targets),
         }
-        if targets:
-            fields["targets"] = orjson.dumps(targets).decode()
+        # Stored without defaults (multiSelect false); the record restores the full shape.
+        questions = [q.model_dump(mode="json", exclude_none=True) for q in body.questions]
+        stored = [q.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+                  for q in body.questions]
+        callback = str(body.callback_url) if body.callback_url else None
         for i, tg in enumerate(targets):
             if tg["channel"] == "web":
                 fields[f"ds:{i}"] = "delivered"  # the Control UI can always show it
@@ -341,26 +388,26 @@ class Store:
             ("run", body.run_id),
             ("agent", body.agent_id),
             ("tcid", body.tool_call_id),
-            ("callback", str(body.callback_url) if body.callback_url else None),
         ):
             if value:
                 fields[name] = value
         flat: list[str | int] = []
         for k, v in fields.items():
             flat += [k, v]
-        run_key = keys.run(shard, tenant, body.run_id) if body.run_id else keys.question(qid)
+        run_key = keys.run(shard, tenant, body.run_id) if body.run_id else keys.due(shard)
         try:
             reply = await self._create(
                 keys=[
                     keys.question(qid),
-                    keys.pending(shard, tenant, body.session),
+                    keys.session(shard, tenant, body.session),
                     keys.due(shard),
-                    keys.session_index(shard, tenant, body.session),
                     run_key,
+                    keys.doc(qid),
                     *[keys.events(shard, ch) for ch in channels],
                 ],
                 args=[qid, expires, now, expires - now + self.keep_ms, self.maxlen,
-                      "1" if body.run_id else "0", *flat],
+                      "1" if body.run_id else "0", encode_doc(stored, targets, callback),
+                      *flat],
             )
         except BaseException:
             await self._release(tenant, qid)
@@ -378,7 +425,12 @@ class Store:
             if rec.status != Status.PENDING:
                 await self._release(tenant, qid)
             return rec, False
-        return Record(qid, {k: str(v) for k, v in fields.items()}), True
+        record = {k: str(v) for k, v in fields.items()}
+        record["doc"] = orjson.dumps(questions).decode()
+        record["targets"] = orjson.dumps(targets).decode()
+        if callback:
+            record["callback"] = callback
+        return Record(qid, record), True
 
     async def _release(self, tenant: str, qid: str) -> None:
         try:
@@ -472,20 +524,15 @@ class Store:
             await self.redis.zrem(keys.tenant_pending(tenant), *ended)
         return ended
 
-    async def sweep_shard(self, shard: int, now: int | None = None) -> list[tuple[str, str]]:
-        """End up to sweep_batch overdue questions of one shard; returns (id, tenant)."""
-        reply = await self._sweep(
+    async def sweep_shard(self, shard: int, now: int | None = None) -> tuple[int, int]:
+        """End up to sweep_batch overdue questions of one shard as no_answer/timeout.
+        Returns (ended, taken): taken == sweep_batch means more may be due."""
+        ended, taken = await self._sweep(
             keys=[keys.due(shard)],
             args=[now or now_ms(), self.settings.sweep_batch, self.keep_ms, self.maxlen,
                   NO_ANSWER],
         )
-        pairs = [(reply[i].decode(), reply[i + 1].decode()) for i in range(0, len(reply), 2)]
-        if pairs:
-            async with self.redis.pipeline(transaction=False) as pipe:
-                for qid, tenant in pairs:
-                    pipe.zrem(keys.tenant_pending(tenant), qid)
-                await pipe.execute()
-        return pairs
+        return int(ended), int(taken)
 
     async def set_delivery(
         self,

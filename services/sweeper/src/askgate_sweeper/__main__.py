@@ -26,20 +26,18 @@ log = structlog.get_logger("askgate.sweeper")
 ERROR_BACKOFF_S = 1.0
 
 
-async def sweep_once(store: Store) -> int:
+async def sweep_once(store: Store, now: int | None = None) -> int:
     """One pass over every shard until none has overdue questions left; returns count."""
     total = 0
     shards = list(range(keys.SHARDS))
     while shards:
         full = []
         for shard in shards:
-            ended = await store.sweep_shard(shard)
-            total += len(ended)
-            for qid, tenant in ended:
-                log.debug("question.expired", question_id=qid, tenant=tenant)
+            ended, taken = await store.sweep_shard(shard, now)
+            total += ended
             if ended:
-                log.info("sweeper.expired", shard=shard, n=len(ended))
-            if len(ended) >= store.settings.sweep_batch:
+                log.info("sweeper.expired", shard=shard, n=ended)
+            if taken >= store.settings.sweep_batch:
                 full.append(shard)
         shards = full
     return total

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
-
 from askgate.settings import Settings
+from pydantic import Field
 
 
 class TelegramSettings(Settings):

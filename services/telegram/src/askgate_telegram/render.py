@@ -15,7 +15,6 @@ from typing import Any, Literal
 
 from aiogram.filters.callback_data import CallbackData
 from aiogram.types import InlineKeyboardButton, InlineKeyboardMarkup, MessageEntity, User
-
 from askgate.i18n import t
 from askgate.models import QuestionIn
 from askgate.render import prompt_text, summary_text
@@ -113,7 +112,9 @@ def utf16_len(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
-def other_prompt(locale: str, user: User | None, *, private_chat: bool) -> tuple[str, list[MessageEntity]]:
+def other_prompt(
+    locale: str, user: User | None, *, private_chat: bool
+) -> tuple[str, list[MessageEntity]]:
     """The "Other…" ForceReply text; in groups it mentions the user so that `selective`
     shows the reply field to that user only."""
     ask = t(locale, "other_prompt")

@@ -19,7 +19,7 @@ import structlog
 from askgate import keys
 from askgate.outbound import Outcome
 from askgate.settings import load
-from askgate.store import Record
+from askgate.store import record_from
 from askgate.timeutil import iso, now_ms
 from redis import Redis
 from rq import Queue, get_current_job
@@ -108,10 +108,13 @@ def attempt_delivery(redis: Redis, s: WebhookSettings, question_id: str, attempt
     if not state.claim(question_id, attempt):
         bound.info("webhook.skipped", why="already attempted or question gone")
         return "skipped"
-    raw = redis.hgetall(keys.question(question_id))
-    if not raw:  # expired between the claim and now
+    pipe = redis.pipeline(transaction=False)
+    pipe.hgetall(keys.question(question_id))
+    pipe.get(keys.doc(question_id))
+    raw, blob = pipe.execute()
+    rec = record_from(question_id, raw, blob)
+    if rec is None:  # expired between the claim and now
         return "skipped"
-    rec = Record(question_id, {k.decode(): v.decode() for k, v in raw.items()})
     bound = bound.bind(tenant=rec.f.get("tenant"))
     url = rec.f.get("callback", "")
     secret = _secret(redis, rec.f.get("tenant", ""))

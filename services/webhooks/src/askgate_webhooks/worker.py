@@ -40,7 +40,8 @@ class WebhookEnqueuer:
 
     def start(self, question_id: str) -> None:
         qkey = keys.question(question_id)
-        if not self.redis.hget(qkey, "callback"):
+        channels = self.redis.hget(qkey, "channels") or b""
+        if b"webhook" not in channels.split(b","):
             return  # the question is gone (past its retention) or has no callback_url
         doc: dict[str, Any] = {
             "status": "pending", "attempts": [], "next_attempt_at": iso(now_ms())

@@ -1,0 +1,131 @@
+"""The Telegram worker in-process against the fake Bot API, with the real API app.
+
+`tg` starts the fake server, gives the test tenant a bot token and a webhook secret,
+and runs the real TelegramService (webhook mode on a free port); updates are POSTed to
+its real webhook handler the way Telegram would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import httpx
+import pytest
+from askgate.redis_server import RedisProcess
+from askgate.tenants import set_channel_config
+from askgate_telegram.config import TelegramSettings
+from askgate_telegram.worker import TelegramService
+from redis.asyncio import Redis
+
+from tests.conftest import SECRET, Tenant, ask_body
+from tests.integration.telegram.fake_bot_api import FakeBotAPI, Msg
+
+TOKEN = "123456:TEST-token-abcdefghijklmnopqrstuvwxyz"
+WEBHOOK_SECRET = "hook-secret-0123456789"
+PRIVATE = 4242  # a private chat with ADA
+GROUP = -100777  # a group chat
+ADA = {"id": 4242, "is_bot": False, "first_name": "Ada", "username": "ada"}
+BOB = {"id": 5151, "is_bot": False, "first_name": "Bob"}
+WAIT_S = 10.0
+
+
+def tg_settings(redis_url: str, api_base: str, **overrides: Any) -> TelegramSettings:
+    values: dict[str, Any] = {
+        "redis_url": redis_url, "secret_key": SECRET, "timeout_min_s": 1,
+        "telegram_mode": "webhook", "telegram_webhook_port": 0, "telegram_api_base": api_base,
+        "telegram_block_ms": 100, "telegram_claim_every_s": 0.2,
+        "telegram_tenant_refresh_s": 0.5, **overrides,
+    }
+    return TelegramSettings(**values)
+
+
+async def eventually(check: Callable[[], Awaitable[Any] | Any], what: str,
+                     wait_s: float = WAIT_S) -> Any:
+    """Poll `check` until it returns something truthy; fail naming `what` after wait_s."""
+    deadline = asyncio.get_running_loop().time() + wait_s
+    while True:
+        value = check()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+class Harness:
+    def __init__(self, fake: FakeBotAPI, service: TelegramService, tenant: Tenant,
+                 api: httpx.AsyncClient, redis: Redis) -> None:
+        self.fake = fake
+        self.service = service
+        self.tenant = tenant
+        self.api = api
+        self.redis = redis
+        self.hook = httpx.AsyncClient(base_url=f"http://127.0.0.1:{service.port}")
+
+    async def ask(self, *, chat_id: int = PRIVATE, session: str = "s1",
+                  target: dict[str, Any] | None = None,
+                  targets: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
+        tg = {"channel": "telegram", "chat_id": str(chat_id), **(target or {})}
+        body = ask_body(session, targets=targets or [tg], **extra)
+        r = await self.api.post("/v1/questions", json=body, headers=self.tenant.headers)
+        assert r.status_code == 201, r.text
+        return dict(r.json())
+
+    async def prompt(self, chat_id: int = PRIVATE, n: int = 1) -> Msg:
+        """The n-th prompt (a bot message with a keyboard) shown in the chat."""
+        def find() -> Msg | None:
+            prompts = [m for m in self.fake.messages(chat_id)
+                       if m.raw.get("from", {}).get("is_bot") and m.raw.get("reply_markup")]
+            return prompts[n - 1] if len(prompts) >= n else None
+        msg = await eventually(find, f"prompt {n} in chat {chat_id}")
+        assert isinstance(msg, Msg)
+        return msg
+
+    async def post(self, update: dict[str, Any], secret: str | None = WEBHOOK_SECRET,
+                   tenant_id: str | None = None) -> httpx.Response:
+        headers = {"X-Telegram-Bot-Api-Secret-Token": secret} if secret is not None else {}
+        return await self.hook.post(f"/telegram/{tenant_id or self.tenant.id}", json=update,
+                                    headers=headers)
+
+    async def question(self, qid: str) -> dict[str, Any]:
+        r = await self.api.get(f"/v1/questions/{qid}", headers=self.tenant.headers)
+        return dict(r.json())
+
+    async def wait_result(self, qid: str) -> dict[str, Any]:
+        r = await self.api.get(f"/v1/questions/{qid}/wait?timeout_s=10",
+                               headers=self.tenant.headers)
+        body = dict(r.json())
+        assert body["status"] != "pending", body
+        return body
+
+    async def summary(self, msg: Msg) -> str:
+        await eventually(lambda: msg.edits and msg.reply_markup is None,
+                         f"prompt {msg.message_id} edited into its summary")
+        return msg.text
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeBotAPI]:
+    server = await FakeBotAPI().start()
+    yield server
+    await server.stop()
+
+
+@pytest.fixture
+async def tg(
+    redis_server: RedisProcess, redis: Redis, tenant: Tenant, app_client: httpx.AsyncClient,
+    fake: FakeBotAPI,
+) -> AsyncIterator[Harness]:
+    await set_channel_config(redis, tenant.id, "telegram",
+                             {"bot_token": TOKEN, "webhook_secret": WEBHOOK_SECRET,
+                              "allowed_user_ids": str(ADA["id"])})
+    service = TelegramService(tg_settings(redis_server.url, fake.base))
+    await service.start()
+    harness = Harness(fake, service, tenant, app_client, redis)
+    yield harness
+    await harness.hook.aclose()
+    await service.close()

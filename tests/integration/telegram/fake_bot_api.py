@@ -1,0 +1,283 @@
+"""A local fake Telegram Bot API server: records every call and enforces the limits.
+
+The real aiogram Bot talks to it through `TelegramAPIServer.from_base(fake.base)`. It
+keeps each chat's messages (text, inline keyboard), refuses what Telegram refuses (text
+outside 1-4096 characters, callback_data over 64 bytes, answerCallbackQuery text over
+200 characters or answered twice, editing a missing message, "message is not modified"),
+and can be told to answer 429 retry_after, to act as a blocked chat or a missing chat,
+or to hold sendMessage responses (the message is recorded first, as Telegram would).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+TEXT_MAX = 4096
+CALLBACK_DATA_MAX = 64
+CALLBACK_TEXT_MAX = 200
+
+
+@dataclass
+class Call:
+    token: str
+    method: str
+    params: dict[str, Any]
+
+
+@dataclass
+class Msg:
+    chat_id: int
+    message_id: int
+    text: str
+    reply_markup: dict[str, Any] | None
+    raw: dict[str, Any]
+    edits: list[str] = field(default_factory=list)
+
+    @property
+    def buttons(self) -> list[list[dict[str, Any]]]:
+        return (self.reply_markup or {}).get("inline_keyboard", [])
+
+
+class TelegramError(Exception):
+    def __init__(self, code: int, description: str, **parameters: Any) -> None:
+        super().__init__(description)
+        self.code = code
+        self.description = description
+        self.parameters = parameters
+
+
+def user(uid: int, first: str = "Ada", username: str | None = None) -> dict[str, Any]:
+    u: dict[str, Any] = {"id": uid, "is_bot": False, "first_name": first}
+    if username:
+        u["username"] = username
+    return u
+
+
+class FakeBotAPI:
+    def __init__(self) -> None:
+        self.calls: list[Call] = []
+        self.chats: dict[int, dict[int, Msg]] = {}
+        self.blocked: set[int] = set()
+        self.missing: set[int] = set()
+        self.retry_after: dict[int, list[int]] = {}  # chat → 429s to answer first
+        self.hold_send = asyncio.Event()
+        self.hold_send.set()  # cleared: sendMessage records, then waits to respond
+        self.queries: dict[str, bool] = {}  # callback query id → answered
+        self.updates: dict[str, asyncio.Queue[dict[str, Any]]] = {}
+        self.webhooks: dict[str, dict[str, Any]] = {}
+        self._ids = itertools.count(1)
+        self._update_ids = itertools.count(1000)
+        self._runner: web.AppRunner | None = None
+        self.base = ""
+
+    # -- server ----------------------------------------------------------------------------
+
+    async def start(self) -> FakeBotAPI:
+        app = web.Application()
+        app.router.add_post("/bot{token}/{method}", self._handle)
+        self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = self._runner.addresses[0][1]
+        self.base = f"http://127.0.0.1:{port}"
+        return self
+
+    async def stop(self) -> None:
+        self.hold_send.set()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        token, method = request.match_info["token"], request.match_info["method"]
+        form = await request.post()
+        params: dict[str, Any] = {}
+        for key, value in form.items():
+            text = value if isinstance(value, str) else ""
+            try:
+                params[key] = json.loads(text) if text[:1] in "[{" else text
+            except ValueError:
+                params[key] = text
+        self.calls.append(Call(token, method, params))
+        try:
+            handler = getattr(self, f"m_{method}", None)
+            if handler is None:
+                raise TelegramError(404, "Not Found: method not found")
+            result = await handler(token, params)
+        except TelegramError as exc:
+            body: dict[str, Any] = {"ok": False, "error_code": exc.code,
+                                    "description": exc.description}
+            if exc.parameters:
+                body["parameters"] = exc.parameters
+            return web.json_response(body, status=exc.code)
+        return web.json_response({"ok": True, "result": result})
+
+    # -- helpers -------------------------------------------------------------------------
+
+    @staticmethod
+    def bot_user(token: str) -> dict[str, Any]:
+        return {"id": int(token.split(":")[0]), "is_bot": True, "first_name": "askgate",
+                "username": "askgate_bot"}
+
+    @staticmethod
+    def chat(chat_id: int) -> dict[str, Any]:
+        if chat_id < 0:
+            return {"id": chat_id, "type": "supergroup", "title": "Ops"}
+        return {"id": chat_id, "type": "private", "first_name": "Ada"}
+
+    def _chat_id(self, params: dict[str, Any]) -> int:
+        chat_id = int(params["chat_id"])
+        if chat_id in self.missing:
+            raise TelegramError(400, "Bad Request: chat not found")
+        if chat_id in self.blocked:
+            raise TelegramError(403, "Forbidden: bot was blocked by the user")
+        queue = self.retry_after.get(chat_id)
+        if queue:
+            wait = queue.pop(0)
+            raise TelegramError(429, f"Too Many Requests: retry after {wait}", retry_after=wait)
+        return chat_id
+
+    @staticmethod
+    def _check_text(text: str) -> None:
+        if not text.strip():
+            raise TelegramError(400, "Bad Request: message text is empty")
+        if len(text) > TEXT_MAX:
+            raise TelegramError(400, "Bad Request: message is too long")
+
+    @staticmethod
+    def _check_markup(markup: Any) -> None:
+        if not markup or "inline_keyboard" not in markup:
+            return
+        for row in markup["inline_keyboard"]:
+            for button in row:
+                data = button.get("callback_data", "")
+                if not 1 <= len(data.encode()) <= CALLBACK_DATA_MAX:
+                    raise TelegramError(400, "Bad Request: BUTTON_DATA_INVALID")
+                if not button.get("text"):
+                    raise TelegramError(400, "Bad Request: text buttons are unallowed")
+
+    def _get(self, params: dict[str, Any]) -> Msg:
+        chat_id = self._chat_id(params)
+        msg = self.chats.get(chat_id, {}).get(int(params.get("message_id", 0)))
+        if msg is None:
+            raise TelegramError(400, "Bad Request: message to edit not found")
+        return msg
+
+    # -- methods ---------------------------------------------------------------------------
+
+    async def m_getMe(self, token: str, params: dict[str, Any]) -> Any:
+        return self.bot_user(token)
+
+    async def m_sendMessage(self, token: str, params: dict[str, Any]) -> Any:
+        chat_id = self._chat_id(params)
+        text = str(params.get("text", ""))
+        self._check_text(text)
+        markup = params.get("reply_markup")
+        self._check_markup(markup)
+        message_id = next(self._ids)
+        raw: dict[str, Any] = {"message_id": message_id, "date": int(time.time()),
+                               "chat": self.chat(chat_id), "from": self.bot_user(token),
+                               "text": text}
+        if isinstance(markup, dict) and "inline_keyboard" in markup:
+            raw["reply_markup"] = markup
+        reply_to = (params.get("reply_parameters") or {}).get("message_id")
+        if reply_to:
+            target = self.chats.get(chat_id, {}).get(int(reply_to))
+            if target is not None:
+                raw["reply_to_message"] = target.raw
+        self.chats.setdefault(chat_id, {})[message_id] = Msg(
+            chat_id, message_id, text, markup if isinstance(markup, dict) else None, raw)
+        await self.hold_send.wait()
+        return raw
+
+    async def m_editMessageText(self, token: str, params: dict[str, Any]) -> Any:
+        msg = self._get(params)
+        text = str(params.get("text", ""))
+        self._check_text(text)
+        markup = params.get("reply_markup")
+        self._check_markup(markup)
+        new_markup = markup if isinstance(markup, dict) and markup.get("inline_keyboard") else None
+        if text == msg.text and new_markup == msg.reply_markup:
+            raise TelegramError(400, "Bad Request: message is not modified: specified new "
+                                "message content and reply markup are exactly the same")
+        msg.text, msg.reply_markup = text, new_markup
+        msg.edits.append(text)
+        msg.raw = {**msg.raw, "text": text}
+        msg.raw.pop("reply_markup", None)
+        if new_markup:
+            msg.raw["reply_markup"] = new_markup
+        return msg.raw
+
+    async def m_editMessageReplyMarkup(self, token: str, params: dict[str, Any]) -> Any:
+        msg = self._get(params)
+        markup = params.get("reply_markup")
+        self._check_markup(markup)
+        new_markup = markup if isinstance(markup, dict) and markup.get("inline_keyboard") else None
+        if new_markup == msg.reply_markup:
+            raise TelegramError(400, "Bad Request: message is not modified")
+        msg.reply_markup = new_markup
+        msg.raw = {**msg.raw, "reply_markup": new_markup} if new_markup else msg.raw
+        return msg.raw
+
+    async def m_answerCallbackQuery(self, token: str, params: dict[str, Any]) -> Any:
+        qid = str(params.get("callback_query_id", ""))
+        if qid not in self.queries or self.queries[qid]:
+            raise TelegramError(400, "Bad Request: query is too old and response timeout "
+                                "expired or query ID is invalid")
+        if len(str(params.get("text", ""))) > CALLBACK_TEXT_MAX:
+            raise TelegramError(400, "Bad Request: MESSAGE_TOO_LONG")
+        self.queries[qid] = True
+        return True
+
+    async def m_setWebhook(self, token: str, params: dict[str, Any]) -> Any:
+        self.webhooks[token] = params
+        return True
+
+    async def m_deleteWebhook(self, token: str, params: dict[str, Any]) -> Any:
+        self.webhooks.pop(token, None)
+        return True
+
+    async def m_getUpdates(self, token: str, params: dict[str, Any]) -> Any:
+        queue = self.updates.setdefault(token, asyncio.Queue())
+        try:
+            first = await asyncio.wait_for(queue.get(), float(params.get("timeout", 0) or 0.05))
+        except TimeoutError:
+            return []
+        out = [first]
+        while not queue.empty():
+            out.append(queue.get_nowait())
+        return out
+
+    # -- what tests look at and send -------------------------------------------------------
+
+    def sent(self, method: str = "sendMessage") -> list[Call]:
+        return [c for c in self.calls if c.method == method]
+
+    def messages(self, chat_id: int) -> list[Msg]:
+        return list(self.chats.get(chat_id, {}).values())
+
+    def tap(self, msg: Msg, data: str, from_user: dict[str, Any]) -> dict[str, Any]:
+        """A callback_query update for tapping the button with `data` on `msg`."""
+        query_id = f"cq{next(self._ids)}"
+        self.queries[query_id] = False
+        return {"update_id": next(self._update_ids), "callback_query": {
+            "id": query_id, "from": from_user, "chat_instance": "ci", "data": data,
+            "message": msg.raw}}
+
+    def text(self, chat_id: int, text: str, from_user: dict[str, Any],
+             reply_to: Msg | None = None) -> dict[str, Any]:
+        """A message update: `from_user` writes `text` in the chat (optionally a reply)."""
+        message: dict[str, Any] = {"message_id": next(self._ids), "date": int(time.time()),
+                                   "chat": self.chat(chat_id), "from": from_user, "text": text}
+        if reply_to is not None:
+            message["reply_to_message"] = reply_to.raw
+        self.chats.setdefault(chat_id, {})[message["message_id"]] = Msg(
+            chat_id, message["message_id"], text, None, message)
+        return {"update_id": next(self._update_ids), "message": message}

@@ -1,0 +1,105 @@
+"""Inbound modes and liveness: the webhook's secret check, long polling, health."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from askgate import keys
+from askgate.redis_server import RedisProcess
+from askgate_telegram.__main__ import main
+from askgate_telegram.worker import TelegramService
+from redis.asyncio import Redis
+
+from tests.integration.telegram.conftest import (
+    ADA,
+    PRIVATE,
+    Harness,
+    eventually,
+    tg_settings,
+)
+from tests.integration.telegram.fake_bot_api import FakeBotAPI
+
+
+@pytest.mark.parametrize("secret", [None, "wrong-secret", "hook-secret-012345678"])
+async def test_forged_webhook_is_refused_and_changes_nothing(
+    tg: Harness, secret: str | None
+) -> None:
+    """A webhook call without the tenant's exact secret gets 401 and changes nothing."""
+    q = await tg.ask()
+    prompt = await tg.prompt()
+    r = await tg.post(tg.fake.tap(prompt, prompt.buttons[0][0]["callback_data"], ADA),
+                      secret=secret)
+    assert r.status_code == 401
+    assert (await tg.question(q["id"]))["status"] == "pending"
+    assert tg.fake.sent("answerCallbackQuery") == []
+
+
+async def test_webhook_for_unknown_tenant_is_refused(tg: Harness) -> None:
+    """A webhook path naming a tenant without a bot answers 401."""
+    q = await tg.ask()
+    prompt = await tg.prompt()
+    r = await tg.post(tg.fake.tap(prompt, prompt.buttons[0][0]["callback_data"], ADA),
+                      tenant_id="tnobody")
+    assert r.status_code == 401
+    assert (await tg.question(q["id"]))["status"] == "pending"
+
+
+async def test_long_polling_takes_a_tap(
+    tg: Harness, redis_server: RedisProcess, fake: FakeBotAPI
+) -> None:
+    """In polling mode an update fetched with getUpdates answers the question."""
+    await tg.service.close()
+    service = TelegramService(tg_settings(redis_server.url, fake.base, telegram_mode="polling",
+                                          telegram_polling_timeout_s=1))
+    await service.start()
+    try:
+        q = await tg.ask()
+        prompt = await tg.prompt()
+        token = tg.fake.sent()[0].token
+        fake.updates.setdefault(token, asyncio.Queue()).put_nowait(
+            fake.tap(prompt, prompt.buttons[1][0]["callback_data"], ADA))
+        body = await tg.wait_result(q["id"])
+        assert body["result"]["answers"]["answers"] == {"deploy_target": ["Production"]}
+    finally:
+        await service.close()
+
+
+async def test_health_key_and_check(
+    tg: Harness, redis_server: RedisProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A running worker keeps its health key fresh, and --check exits 0."""
+    monkeypatch.setenv("REDIS_URL", redis_server.url)
+    await eventually(lambda: tg.redis.keys(keys.health("telegram", "*")), "the health key")
+    with pytest.raises(SystemExit) as exit_info:
+        await asyncio.to_thread(main, ["--check"])
+    assert exit_info.value.code == 0
+
+
+async def test_check_fails_without_a_worker(
+    redis: Redis, redis_server: RedisProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--check exits 1 when no worker has written its health key."""
+    monkeypatch.setenv("REDIS_URL", redis_server.url)
+    with pytest.raises(SystemExit) as exit_info:
+        await asyncio.to_thread(main, ["--check"])
+    assert exit_info.value.code == 1
+
+
+async def test_worker_without_bots_idles(redis: Redis, redis_server: RedisProcess,
+                                         fake: FakeBotAPI) -> None:
+    """With no tenant bot configured the worker starts, consumes and stops cleanly."""
+    service = TelegramService(tg_settings(redis_server.url, fake.base,
+                                          telegram_mode="polling"))
+    await service.start()
+    await eventually(lambda: redis.keys(keys.health("telegram", "*")), "the health key")
+    await service.close()
+    assert fake.calls == []
+
+
+async def test_reply_in_private_chat_answers_when_prompt_replied(tg: Harness) -> None:
+    """A reply to the prompt in a private chat is acknowledged with "Answer submitted."."""
+    await tg.ask()
+    prompt = await tg.prompt()
+    await tg.post(tg.fake.text(PRIVATE, "1", ADA, reply_to=prompt))
+    assert tg.fake.sent()[-1].params["text"] == "Answer submitted."

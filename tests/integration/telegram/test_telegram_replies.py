@@ -1,0 +1,131 @@
+"""Typed answers: "Other…" via ForceReply, and text replies parsed by the shared parser."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.integration.telegram.conftest import ADA, BOB, GROUP, PRIVATE, Harness, eventually
+
+THREE = [
+    {"id": "env", "header": "Env", "question": "Which environment?",
+     "options": [{"label": "Staging"}, {"label": "Production"}]},
+    {"id": "areas", "header": "Areas", "question": "Which areas changed?",
+     "options": [{"label": "Auth"}, {"label": "Billing"}, {"label": "Search"}],
+     "multiSelect": True},
+    {"id": "notify", "header": "Notify", "question": "Who should be told?",
+     "options": [{"label": "Team"}, {"label": "Nobody"}]},
+]
+
+
+def answers(body: dict[str, Any]) -> dict[str, list[str]]:
+    return dict(body["result"]["answers"]["answers"])
+
+
+async def test_other_asks_for_free_text_with_force_reply(tg: Harness) -> None:
+    """"Other…" sends a selective ForceReply asking the user to type the answer."""
+    await tg.ask()
+    prompt = await tg.prompt()
+    await tg.post(tg.fake.tap(prompt, prompt.buttons[-1][0]["callback_data"], ADA))
+    ask = tg.fake.sent()[-1].params
+    assert ask["reply_markup"] == {"force_reply": True, "selective": True}
+    assert ask["text"] == "Type your answer:"
+
+
+async def test_reply_to_other_prompt_is_the_free_text_answer(tg: Harness) -> None:
+    """The reply to the ForceReply becomes the answer, literally (even "1")."""
+    q = await tg.ask()
+    prompt = await tg.prompt()
+    await tg.post(tg.fake.tap(prompt, prompt.buttons[-1][0]["callback_data"], ADA))
+    force = tg.fake.messages(PRIVATE)[-1]
+    await tg.post(tg.fake.text(PRIVATE, "1", ADA, reply_to=force))
+    assert answers(await tg.wait_result(q["id"])) == {"deploy_target": ["1"]}
+
+
+async def test_other_in_group_mentions_the_user(tg: Harness) -> None:
+    """In a group the ForceReply mentions the tapping user, so only they get the reply field."""
+    await tg.ask(chat_id=GROUP)
+    prompt = await tg.prompt(GROUP)
+    await tg.post(tg.fake.tap(prompt, prompt.buttons[-1][0]["callback_data"], ADA))
+    assert tg.fake.sent()[-1].params["text"] == "@ada Type your answer:"
+
+
+async def test_free_text_is_not_echoed_in_group_summary(tg: Harness) -> None:
+    """A free-text answer in a group is summarised without repeating the text."""
+    q = await tg.ask(chat_id=GROUP)
+    prompt = await tg.prompt(GROUP)
+    await tg.post(tg.fake.tap(prompt, prompt.buttons[-1][0]["callback_data"], ADA))
+    force = tg.fake.messages(GROUP)[-1]
+    await tg.post(tg.fake.text(GROUP, "the secret canary box", ADA, reply_to=force))
+    assert answers(await tg.wait_result(q["id"])) == {"deploy_target": ["the secret canary box"]}
+    assert await tg.summary(prompt) == "Answered: (your answer)"
+
+
+async def test_number_reply_picks_the_option(tg: Harness) -> None:
+    """The chat's next message "2" answers with option 2."""
+    q = await tg.ask()
+    await tg.prompt()
+    await tg.post(tg.fake.text(PRIVATE, "2", ADA))
+    assert answers(await tg.wait_result(q["id"])) == {"deploy_target": ["Production"]}
+
+
+async def test_label_reply_picks_the_option(tg: Harness) -> None:
+    """A reply to the prompt naming a label (any case) picks that label."""
+    q = await tg.ask()
+    prompt = await tg.prompt()
+    await tg.post(tg.fake.text(PRIVATE, "staging", ADA, reply_to=prompt))
+    assert answers(await tg.wait_result(q["id"])) == {"deploy_target": ["Staging (Recommended)"]}
+
+
+async def test_other_text_reply_is_free_text(tg: Harness) -> None:
+    """Text that is neither a number nor a label is the free-text answer."""
+    q = await tg.ask()
+    await tg.prompt()
+    await tg.post(tg.fake.text(PRIVATE, "  a canary first  ", ADA))
+    assert answers(await tg.wait_result(q["id"])) == {"deploy_target": ["a canary first"]}
+
+
+async def test_comma_list_answers_multi_select(tg: Harness) -> None:
+    """"1,3" answers a multi-select question with options 1 and 3."""
+    q = await tg.ask(questions=[THREE[1]])
+    await tg.prompt()
+    await tg.post(tg.fake.text(PRIVATE, "1,3", ADA))
+    assert answers(await tg.wait_result(q["id"])) == {"areas": ["Auth", "Search"]}
+
+
+async def test_keyed_lines_answer_several_questions(tg: Harness) -> None:
+    """Keyed lines answer every question of a three-question ask."""
+    q = await tg.ask(questions=THREE)
+    await tg.prompt()
+    text = "notify: nobody\nenv = 2\nAreas: auth, billing"
+    await tg.post(tg.fake.text(PRIVATE, text, ADA))
+    assert answers(await tg.wait_result(q["id"])) == {
+        "env": ["Production"], "areas": ["Auth", "Billing"], "notify": ["Nobody"]}
+
+
+async def test_partial_reply_gets_the_correction(tg: Harness) -> None:
+    """A reply that leaves a question out is refused with the message naming it."""
+    q = await tg.ask(questions=THREE)
+    await tg.prompt()
+    await tg.post(tg.fake.text(PRIVATE, "env: 1\nareas: 2", ADA))
+    reply = await eventually(lambda: [c for c in tg.fake.sent() if "reply_parameters" in c.params],
+                             "the correction message")
+    assert reply[-1].params["text"] == "Please also answer: Notify: Who should be told?"
+    assert (await tg.question(q["id"]))["status"] == "pending"
+
+
+async def test_group_chatter_from_others_is_ignored(tg: Harness) -> None:
+    """In a group, a message from a user who may not answer leaves the question pending."""
+    q = await tg.ask(chat_id=GROUP)
+    await tg.prompt(GROUP)
+    await tg.post(tg.fake.text(GROUP, "1", BOB))
+    await tg.post(tg.fake.text(GROUP, "2", ADA))
+    assert answers(await tg.wait_result(q["id"])) == {"deploy_target": ["Production"]}
+
+
+async def test_skip_word_skips(tg: Harness) -> None:
+    """The locale's skip word ("atla") skips a Turkish ask."""
+    q = await tg.ask(locale="tr")
+    await tg.prompt()
+    await tg.post(tg.fake.text(PRIVATE, "atla", ADA))
+    body = await tg.wait_result(q["id"])
+    assert body["reason"] == "skipped"
