@@ -15,11 +15,9 @@ from pydantic import (
     ConfigDict,
     Field,
     HttpUrl,
-    SerializerFunctionWrapHandler,
     StringConstraints,
     ValidationError,
     field_validator,
-    model_serializer,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -56,23 +54,33 @@ def _err(message: str) -> PydanticCustomError:
 
 def cut_graphemes(text: str, limit: int) -> str:
     """The first `limit` user-perceived characters of `text` (never half an emoji)."""
+    if len(text) <= limit:  # a cluster is at least one code point
+        return text
     clusters = GRAPHEME.findall(text)
     return "".join(clusters[:limit]).rstrip() if len(clusters) > limit else text
 
 
 SKIP_LABELS = frozenset({"skip", "atla", "छोड़ें"})
+_RESERVED = {**dict.fromkeys(OTHER_LABELS, "other"), **dict.fromkeys(SKIP_LABELS, "skip")}
+_RECOMMENDED_CF = RECOMMENDED.casefold()
+
+
+def reserved_label(label: str) -> str | None:
+    """'other' or 'skip' when a label means what askgate itself always offers."""
+    norm = label.casefold()
+    if not norm.isascii():
+        norm = unicodedata.normalize("NFC", norm)
+    if norm.endswith(_RECOMMENDED_CF):
+        norm = norm[: -len(_RECOMMENDED_CF)]
+    return _RESERVED.get(norm.strip().rstrip(".…:!? ").strip())
 
 
 def is_skip_label(label: str) -> bool:
-    return unicodedata.normalize("NFC", label).casefold().strip().rstrip(".!") in SKIP_LABELS
+    return reserved_label(label) == "skip"
 
 
 def is_other_label(label: str) -> bool:
-    norm = label.casefold().strip()
-    if norm.endswith(RECOMMENDED.casefold()):
-        norm = norm[: -len(RECOMMENDED)].strip()
-    norm = norm.rstrip(".…:!? ").strip()
-    return norm in OTHER_LABELS
+    return reserved_label(label) == "other"
 
 
 class Strict(BaseModel):
@@ -86,14 +94,6 @@ class Option(Strict):
     label: str
     description: str | None = None
 
-    @model_serializer(mode="wrap")
-    def _drop_blank(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # A dropped description is absent from the normalised question, not null.
-        data: dict[str, Any] = handler(self)
-        if data.get("description") is None:
-            data.pop("description", None)
-        return data
-
     @field_validator("label")
     @classmethod
     def _label(cls, v: str) -> str:
@@ -105,11 +105,12 @@ class Option(Strict):
                 f"must be at most {LABEL_MAX} characters (got {len(v)}); "
                 "move the detail into description"
             )
-        if is_other_label(v):
+        reserved = reserved_label(v)
+        if reserved == "other":
             raise _err(
                 f"{v!r} is an 'Other' option; remove it: askgate always offers free text"
             )
-        if is_skip_label(v):
+        if reserved == "skip":
             raise _err(f"{v!r} is a Skip option; remove it: askgate always offers Skip")
         return v
 

@@ -376,10 +376,9 @@ class Store:
             "channels": ",".join(channels),
             "ntargets": len(targets),
         }
-        # Stored without defaults (multiSelect false); the record restores the full shape.
-        questions = [q.model_dump(mode="json", exclude_none=True) for q in body.questions]
-        stored = [q.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
-                  for q in body.questions]
+        # Stored without defaults (multiSelect false, no description); the record and
+        # decode_doc restore the full shape.
+        questions = [q.model_dump(mode="json", exclude_defaults=True) for q in body.questions]
         callback = str(body.callback_url) if body.callback_url else None
         for i, tg in enumerate(targets):
             if tg["channel"] == "web":
@@ -406,7 +405,7 @@ class Store:
                     *[keys.events(shard, ch) for ch in channels],
                 ],
                 args=[qid, expires, now, expires - now + self.keep_ms, self.maxlen,
-                      "1" if body.run_id else "0", encode_doc(stored, targets, callback),
+                      "1" if body.run_id else "0", encode_doc(questions, targets, callback),
                       *flat],
             )
         except BaseException:
@@ -426,6 +425,8 @@ class Store:
                 await self._release(tenant, qid)
             return rec, False
         record = {k: str(v) for k, v in fields.items()}
+        for q in questions:
+            q.setdefault("multiSelect", False)
         record["doc"] = orjson.dumps(questions).decode()
         record["targets"] = orjson.dumps(targets).decode()
         if callback:
