@@ -422,3 +422,16 @@ async def test_health_ready_metrics_openapi(app_client: httpx.AsyncClient) -> No
     assert "askgate_asks_total" in (await app_client.get("/metrics")).text
     spec = (await app_client.get("/openapi.json")).json()
     assert "/v1/questions/{question_id}/wait" in spec["paths"]
+
+
+async def test_wait_errors_are_json(app_client: httpx.AsyncClient, tenant: Tenant) -> None:
+    """wait answers a missing key, a bad timeout and an unknown id with the error JSON."""
+    q = (await ask(app_client, tenant, session="w-err")).json()
+    r = await app_client.get(f"/v1/questions/{q['id']}/wait")
+    assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized"
+    r = await app_client.get(f"/v1/questions/{q['id']}/wait?timeout_s=soon",
+                             headers=tenant.headers)
+    assert r.status_code == 422
+    assert r.json()["error"]["message"].startswith("timeout_s must be a number of seconds")
+    r = await app_client.get("/v1/questions/q00nothere/wait?timeout_s=1", headers=tenant.headers)
+    assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"

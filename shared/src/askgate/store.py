@@ -288,6 +288,17 @@ class Store:
             raise NotFound(f"question {question_id} not found")
         return rec
 
+    async def status_of(self, tenant: str, question_id: str) -> str:
+        """Just the status (one small read): what a waiter re-checks while it waits."""
+        try:
+            key = keys.question(question_id)
+        except ValueError:
+            raise NotFound(f"question {question_id} not found") from None
+        owner, status = await self.redis.hmget(key, "tenant", "status")
+        if owner is None or owner.decode() != tenant:
+            raise NotFound(f"question {question_id} not found")
+        return str(status.decode())
+
     async def list_session(
         self, tenant: str, session: str, status: Status | None = None, limit: int = 50
     ) -> list[Record]:

@@ -20,6 +20,7 @@ from redis.exceptions import BusyLoadingError, ConnectionError, TimeoutError
 
 from askgate_api import routes
 from askgate_api.auth import TenantCache
+from askgate_api.fastwait import WAIT_PATH, serve_wait
 from askgate_api.metrics import REJECTED
 from askgate_api.responses import error_response, json_response
 from askgate_api.waiters import Hub
@@ -30,6 +31,18 @@ log = structlog.get_logger("askgate.api")
 def make_redis(settings: Settings) -> Redis:
     # Short connect timeout: an unreachable Redis must become a quick 503, not a hang.
     return connect(settings.redis_url, max_connections=256, connect_timeout_s=1.0)
+
+
+class AskgateAPI(FastAPI):
+    """FastAPI with the long-poll `wait` served first as plain ASGI (see fastwait.py)."""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET":
+            match = WAIT_PATH.match(scope["path"])
+            if match is not None:
+                await serve_wait(self, scope, send, match.group(1))
+                return
+        await super().__call__(scope, receive, send)
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -52,7 +65,7 @@ def create_app(settings: Settings) -> FastAPI:
             await redis.aclose()
             await pubsub_redis.aclose()
 
-    app = FastAPI(
+    app = AskgateAPI(
         title="askgate",
         version="1.0",
         summary="Let AI agents ask a human 1-3 structured questions and wait for the answer.",

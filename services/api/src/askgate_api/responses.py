@@ -13,9 +13,19 @@ from askgate.errors import (
     SessionBusy,
     Unavailable,
 )
+from askgate.settings import Settings
+from askgate.signing import session_link
+from askgate.store import Record
 from fastapi.responses import Response
 
 from askgate_api.metrics import REJECTED
+
+
+def resource(settings: Settings, rec: Record) -> dict[str, Any]:
+    """The question resource with the signed Control UI link of its session."""
+    url = session_link(settings.web_base_url, settings.secret_key, rec.tenant, rec.session,
+                       settings.web_link_ttl_s)
+    return rec.public_dict(web_url=url)
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated, Any
 
-from askgate.errors import IncompleteAnswer, NotPrimary, Unavailable, ValidationFailed
+from askgate.errors import IncompleteAnswer, NotPrimary, ValidationFailed
 from askgate.models import (
     AnswerBody,
     MessageBody,
@@ -14,25 +13,20 @@ from askgate.models import (
     ReplyBody,
     Responder,
 )
-from askgate.signing import session_link
 from askgate.status import Reason, Status
 from askgate.store import Record, Store
 from askgate.tenants import Tenant
 from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from redis.exceptions import RedisError
 
 from askgate_api.auth import current_tenant
 from askgate_api.metrics import ASKS, FINALS, REGISTRY, WAITERS
-from askgate_api.responses import json_response
-from askgate_api.waiters import Hub
+from askgate_api.responses import json_response, resource
+from askgate_api.waiters import Hub, wait_final
 
 router = APIRouter()
 TenantDep = Annotated[Tenant, Depends(current_tenant)]
-WAIT_MAX_S = 60
-# Without a live subscription (Redis restarting) waiters re-read their question this often.
-DEGRADED_POLL_S = 1.0
 
 RESOURCE = {"model": QuestionPublic}
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -54,9 +48,7 @@ def _store(request: Request) -> Store:
 
 
 def _public(request: Request, rec: Record) -> dict[str, Any]:
-    s = request.app.state.settings
-    url = session_link(s.web_base_url, s.secret_key, rec.tenant, rec.session, s.web_link_ttl_s)
-    return rec.public_dict(web_url=url)
+    return resource(request.app.state.settings, rec)
 
 
 def _resource(request: Request, rec: Record, status: int = 200) -> Response:
@@ -115,45 +107,13 @@ async def wait_question(
     question_id: str,
     timeout_s: Annotated[float, Query(ge=0)] = 30,
 ) -> Response:
-    store = _store(request)
     hub: Hub = request.app.state.hub
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + min(timeout_s, WAIT_MAX_S)
-    fut = hub.register(question_id)  # before the read: no result can slip between
     WAITERS.inc()
     try:
-        rec = await store.get(tenant.id, question_id)
-        redis_down = False
-        while rec.status == Status.PENDING:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                break
-            if redis_down or not hub.ready.is_set():
-                remaining = min(remaining, DEGRADED_POLL_S)
-            timer = loop.call_later(remaining, _settle, fut)
-            try:
-                await fut
-            finally:
-                timer.cancel()
-            hub.unregister(question_id, fut)
-            fut = hub.register(question_id)
-            # A Redis restart inside the window is ridden out: keep waiting and re-read.
-            try:
-                rec = await store.get(tenant.id, question_id)
-                redis_down = False
-            except (RedisError, OSError):
-                redis_down = True
-        if redis_down:
-            raise Unavailable("Redis is unreachable; call wait again shortly.", 1)
+        rec = await wait_final(_store(request), hub, tenant.id, question_id, timeout_s)
     finally:
-        hub.unregister(question_id, fut)
         WAITERS.dec()
     return _resource(request, rec)
-
-
-def _settle(fut: Any) -> None:
-    if not fut.done():
-        fut.set_result(None)
 
 
 @router.post("/v1/questions/{question_id}/answer", responses={200: RESOURCE, **ERRORS})

@@ -14,10 +14,17 @@ import contextlib
 
 import structlog
 from askgate import keys
+from askgate.errors import Unavailable
+from askgate.status import Status
+from askgate.store import Record, Store
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 log = structlog.get_logger("askgate.api.waiters")
+
+WAIT_MAX_S = 60
+# Without a live subscription (Redis restarting) waiters re-read their question this often.
+DEGRADED_POLL_S = 1.0
 
 # After the subscription fails, wait this long before reconnecting so a Redis restart
 # is not met with a reconnect storm from every API process at once.
@@ -95,3 +102,47 @@ class Hub:
             finally:
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()
+
+
+def _settle(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+async def wait_final(
+    store: Store, hub: Hub, tenant: str, question_id: str, timeout_s: float
+) -> Record:
+    """The question once it is final, or after timeout_s (at most WAIT_MAX_S) as it is.
+
+    While waiting only the status is re-read, and nothing but a future is held, so a
+    process can keep tens of thousands of waiters. A Redis restart inside the window is
+    ridden out by polling; if Redis is still away at the end, Unavailable (503)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + min(max(timeout_s, 0.0), WAIT_MAX_S)
+    fut = hub.register(question_id)  # before the read: no result can slip between
+    try:
+        status = await store.status_of(tenant, question_id)
+        redis_down = False
+        while status == Status.PENDING:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            if redis_down or not hub.ready.is_set():
+                remaining = min(remaining, DEGRADED_POLL_S)
+            timer = loop.call_later(remaining, _settle, fut)
+            try:
+                await fut
+            finally:
+                timer.cancel()
+            hub.unregister(question_id, fut)
+            fut = hub.register(question_id)
+            try:
+                status = await store.status_of(tenant, question_id)
+                redis_down = False
+            except (RedisError, OSError):
+                redis_down = True
+        if redis_down:
+            raise Unavailable("Redis is unreachable; call wait again shortly.", 1)
+    finally:
+        hub.unregister(question_id, fut)
+    return await store.get(tenant, question_id)
