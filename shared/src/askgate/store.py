@@ -117,10 +117,14 @@ class Record:
     def deliveries(self) -> list[Delivery]:
         return [Delivery.model_validate(d) for d in self.delivery_dicts()]
 
-    def public_dict(self, web_url: str | None = None) -> dict[str, Any]:
+    def public_dict(self, web_url: str | None = None, *, fragments: bool = False
+                    ) -> dict[str, Any]:
         """The question resource as JSON-ready data, built straight from the hash (the hot
-        path of every endpoint); `public()` is the same, validated as QuestionPublic."""
+        path of every endpoint); `public()` is the same, validated as QuestionPublic.
+        With fragments=True the stored JSON (questions, result) is embedded unparsed, for
+        orjson.dumps only."""
         f = self.f
+        raw = orjson.Fragment if fragments else orjson.loads
         responder = None
         if f.get("responder"):
             r = orjson.loads(f["responder"])
@@ -129,9 +133,9 @@ class Record:
         return {
             "id": self.id,
             "status": f["status"],
-            "result": self.result,
+            "result": raw(f["result"]) if f.get("result") else None,
             "reason": f.get("reason") or None,
-            "questions": orjson.loads(f["doc"]),
+            "questions": raw(f["doc"]),
             "session": f["session"],
             "run_id": f.get("run") or None,
             "agent_id": f.get("agent") or None,

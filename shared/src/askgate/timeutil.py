@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
 
 
 def now_ms() -> int:
@@ -11,5 +10,5 @@ def now_ms() -> int:
 def iso(ms: int | str | None) -> str | None:
     if ms in (None, ""):
         return None
-    dt = datetime.fromtimestamp(int(ms) / 1000, UTC)
-    return dt.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    seconds, millis = divmod(int(ms), 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"

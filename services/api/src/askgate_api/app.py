@@ -20,7 +20,7 @@ from redis.exceptions import BusyLoadingError, ConnectionError, TimeoutError
 
 from askgate_api import routes
 from askgate_api.auth import TenantCache
-from askgate_api.fastwait import WAIT_PATH, serve_wait
+from askgate_api.fastpath import ASK_PATH, WAIT_PATH, serve_ask, serve_wait
 from askgate_api.metrics import REJECTED
 from askgate_api.responses import error_response, json_response
 from askgate_api.waiters import Hub
@@ -34,14 +34,17 @@ def make_redis(settings: Settings) -> Redis:
 
 
 class AskgateAPI(FastAPI):
-    """FastAPI with the long-poll `wait` served first as plain ASGI (see fastwait.py)."""
+    """FastAPI with the ask and the long-poll `wait` served first as plain ASGI
+    (see fastpath.py)."""
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["method"] == "GET":
-            match = WAIT_PATH.match(scope["path"])
-            if match is not None:
-                await serve_wait(self, scope, send, match.group(1))
-                return
+        if scope["type"] == "http":
+            if scope["method"] == "GET":
+                match = WAIT_PATH.match(scope["path"])
+                if match is not None:
+                    return await serve_wait(self, scope, send, match.group(1))
+            elif scope["method"] == "POST" and scope["path"] == ASK_PATH:
+                return await serve_ask(self, scope, receive, send)
         await super().__call__(scope, receive, send)
 
 

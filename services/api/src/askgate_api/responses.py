@@ -25,7 +25,7 @@ def resource(settings: Settings, rec: Record) -> dict[str, Any]:
     """The question resource with the signed Control UI link of its session."""
     url = session_link(settings.web_base_url, settings.secret_key, rec.tenant, rec.session,
                        settings.web_link_ttl_s)
-    return rec.public_dict(web_url=url)
+    return rec.public_dict(web_url=url, fragments=True)
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from askgate.errors import IncompleteAnswer, NotPrimary, ValidationFailed
+from askgate.errors import IncompleteAnswer, ValidationFailed
 from askgate.models import (
     AnswerBody,
     MessageBody,
@@ -21,7 +21,8 @@ from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from askgate_api.auth import current_tenant
-from askgate_api.metrics import ASKS, FINALS, REGISTRY, WAITERS
+from askgate_api.fastpath import create_ask
+from askgate_api.metrics import FINALS, REGISTRY, WAITERS
 from askgate_api.responses import json_response, resource
 from askgate_api.waiters import Hub, wait_final
 
@@ -66,16 +67,8 @@ def _count_final(rec: Record) -> None:
     summary="Ask the human 1-3 questions",
 )
 async def ask(request: Request, tenant: TenantDep, body: QuestionCreate) -> Response:
-    if not body.primary:
-        ASKS.labels("not_primary").inc()
-        raise NotPrimary(
-            "asks from subagents or other non-primary runs are refused; only the main "
-            "session may ask the user (send primary: true from the main session)"
-        )
-    rec, created = await _store(request).create(
-        tenant.id, body, max_pending=tenant.max_pending, asks_per_s=tenant.asks_per_s
-    )
-    ASKS.labels("created" if created else "replay").inc()
+    # Served by fastpath.serve_ask; this route documents it and serves any stray match.
+    rec, created = await create_ask(_store(request), tenant, body)
     return _resource(request, rec, 201 if created else 200)
 
 

@@ -1,0 +1,158 @@
+"""The two hot endpoints served as plain ASGI, ahead of FastAPI's routing.
+
+- GET /v1/questions/{id}/wait: a long-poll spends its life suspended. Through FastAPI each
+  suspended request holds ~15 nested coroutines, exit stacks and exception layers (about
+  12 KB); here it holds one small coroutine and a future, so one process keeps tens of
+  thousands of waiters.
+- POST /v1/questions: the ask. FastAPI's body dependency, parameter solving and
+  exception layers cost more per request than validating the ask itself.
+
+Behaviour and errors are the same as the FastAPI routes in routes.py, which stay for the
+OpenAPI document (and serve anything the fast path does not match).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import parse_qs
+
+import orjson
+from askgate.errors import (
+    AskgateError,
+    NotPrimary,
+    Unauthorized,
+    Unavailable,
+    ValidationFailed,
+)
+from askgate.models import QuestionCreate, validation_message
+from askgate.store import Record, Store
+from askgate.tenants import Tenant
+from pydantic import ValidationError
+from redis.exceptions import RedisError
+
+from askgate_api.metrics import ASKS, WAITERS
+from askgate_api.responses import error_response, resource
+from askgate_api.waiters import WAIT_MAX_S, wait_final
+
+WAIT_PATH = re.compile(r"^/v1/questions/([^/]+)/wait$")
+ASK_PATH = "/v1/questions"
+DEFAULT_TIMEOUT_S = 30.0
+MAX_BODY_BYTES = 256 * 1024
+_JSON = (b"content-type", b"application/json")
+
+Scope = dict[str, Any]
+Send = Any
+Receive = Any
+
+
+def _bearer(scope: Scope) -> str:
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            if scheme.lower() == "bearer" and token.strip():
+                return str(token.strip())
+    raise Unauthorized("missing API key; send Authorization: Bearer <api key>")
+
+
+def _timeout(query: bytes) -> float:
+    values = parse_qs(query.decode("latin-1")).get("timeout_s")
+    if not values:
+        return DEFAULT_TIMEOUT_S
+    try:
+        value = float(values[-1])
+    except ValueError:
+        value = -1.0
+    if not value >= 0:  # also refuses NaN
+        raise ValidationFailed(
+            f"timeout_s must be a number of seconds from 0 to {WAIT_MAX_S} "
+            f"(got {values[-1]!r}); larger values wait {WAIT_MAX_S} s"
+        )
+    return value
+
+
+async def _body(receive: Receive) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise ValidationFailed(f"body must be at most {MAX_BODY_BYTES} bytes")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+async def _respond(send: Send, status: int, headers: list[tuple[bytes, bytes]],
+                   body: bytes) -> None:
+    if not any(name == b"content-length" for name, _ in headers):
+        headers = [*headers, (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _fail(send: Send, exc: AskgateError) -> None:
+    response = error_response(exc)
+    await _respond(send, response.status_code, response.raw_headers, bytes(response.body))
+
+
+def _redis_down() -> Unavailable:
+    return Unavailable("Redis is unreachable; nothing was changed. Retry shortly.", 1)
+
+
+async def serve_wait(app: Any, scope: Scope, send: Send, question_id: str) -> None:
+    state = app.state
+    WAITERS.inc()
+    try:
+        tenant = await state.tenants.resolve(_bearer(scope))
+        rec = await wait_final(state.store, state.hub, tenant.id, question_id,
+                               _timeout(scope["query_string"]))
+        body = orjson.dumps(resource(state.settings, rec))
+    except AskgateError as exc:
+        return await _fail(send, exc)
+    except (RedisError, OSError):
+        return await _fail(send, _redis_down())
+    finally:
+        WAITERS.dec()
+    await _respond(send, 200, [_JSON], body)
+
+
+async def serve_ask(app: Any, scope: Scope, receive: Receive, send: Send) -> None:
+    state = app.state
+    try:
+        tenant = await state.tenants.resolve(_bearer(scope))
+        raw = await _body(receive)
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise ValidationFailed("body is not valid JSON; send the ask as a JSON object") \
+                from None
+        try:
+            ask = QuestionCreate.model_validate(data)
+        except ValidationError as exc:
+            lines = validation_message(exc)
+            raise ValidationFailed("; ".join(lines), lines) from None
+        rec, created = await create_ask(state.store, tenant, ask)
+        body = orjson.dumps(resource(state.settings, rec))
+    except AskgateError as exc:
+        return await _fail(send, exc)
+    except (RedisError, OSError):
+        return await _fail(send, _redis_down())
+    await _respond(send, 201 if created else 200, [_JSON], body)
+
+
+async def create_ask(store: Store, tenant: Tenant, ask: QuestionCreate) -> tuple[Record, bool]:
+    """The ask's rules beyond its shape (primary only, quotas), then the store."""
+    if not ask.primary:
+        ASKS.labels("not_primary").inc()
+        raise NotPrimary(
+            "asks from subagents or other non-primary runs are refused; only the main "
+            "session may ask the user (send primary: true from the main session)"
+        )
+    rec, created = await store.create(
+        tenant.id, ask, max_pending=tenant.max_pending, asks_per_s=tenant.asks_per_s
+    )
+    ASKS.labels("created" if created else "replay").inc()
+    return rec, created
