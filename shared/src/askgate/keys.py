@@ -64,8 +64,8 @@ def result_channel(question_id: str) -> str:
 
 
 def session(shard: int, tenant: str, session: str) -> str:
-    """HASH of one session: field `pending` = "<question id>|<expires ms>" while a question
-    is pending, and one field per recent question id = its creation time (ms)."""
+    """HASH of one session: `p:<question id>` = its deadline (ms) while it is pending, and
+    `<question id>` = its creation time (ms) for every recent question."""
     return f"{tag(shard)}:session:{tenant}:{session}"
 
 

@@ -38,7 +38,9 @@ class RedisProcess:
     the same port and data directory (tests use this to simulate an outage)."""
 
     def __init__(self, port: int | None = None, data_dir: str | None = None,
-                 persist: bool = False, fsync: str = "everysec") -> None:
+                 persist: bool = False, fsync: str = "everysec",
+                 binary: str | None = None) -> None:
+        self.binary = binary or redis_server_binary()
         self.port = port or free_port()
         self.dir = os.path.abspath(data_dir or tempfile.mkdtemp(prefix="askgate-redis-"))
         self.persist = persist
@@ -52,7 +54,7 @@ class RedisProcess:
     def start(self, timeout_s: float = 10.0) -> RedisProcess:
         Path(self.dir).mkdir(parents=True, exist_ok=True)
         args = [
-            redis_server_binary(), "--port", str(self.port), "--bind", "127.0.0.1",
+            self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
             "--dir", self.dir, "--save", "", "--daemonize", "no",
             "--appendonly", "yes" if self.persist else "no",
             "--maxclients", "10000", "--loglevel", "warning",

@@ -35,13 +35,9 @@ local function extend(key, ms)
   if ttl < ms then redis.call('PEXPIRE', key, ms) end  -- -1 (no TTL yet) included
 end
 
--- The session hash's `pending` field is "<id>|<expires ms>".
-local function pending_id(field)
-  if not field then return nil, 0 end
-  local sep = string.find(field, '|', 1, true)
-  return string.sub(field, 1, sep - 1), tonumber(string.sub(field, sep + 1))
-end
-
+-- in_due: also leave the due set (a sweep removes its whole batch at once instead).
+-- A sweep resolves at or after the deadline, when the hash, doc and session TTLs set at
+-- creation (deadline + keep_ms) already have keep_ms left: it skips refreshing them.
 local function resolve(qkey, id, status, reason, result, responder, now, keep_ms, maxlen,
                        in_due)
   local f = redis.call('HMGET', qkey, 'status', 'tenant', 'session', 'run', 'channels', 'reason')
@@ -49,17 +45,25 @@ local function resolve(qkey, id, status, reason, result, responder, now, keep_ms
   local allowed = ALLOWED[f[1]]
   if not allowed or not allowed[status] then return {'final', f[1], f[6] or ''} end
   local P = k_prefix(qkey)
-  redis.call('HSET', qkey, 'status', status, 'reason', reason, 'result', result,
-             'responder', responder, 'resolved', now)
-  redis.call('PEXPIRE', qkey, keep_ms)
-  redis.call('PEXPIRE', k_doc(P, id), keep_ms)
+  -- A no_answer result is always {"status":"no_answer"}: the hash keeps only the reason.
+  if status == 'answered' then
+    redis.call('HSET', qkey, 'status', status, 'result', result, 'responder', responder,
+               'resolved', now)
+  elseif responder ~= '' then
+    redis.call('HSET', qkey, 'status', status, 'reason', reason, 'responder', responder,
+               'resolved', now)
+  else
+    redis.call('HSET', qkey, 'status', status, 'reason', reason, 'resolved', now)
+  end
   redis.call('SET', k_result(P, id), result, 'PX', keep_ms)
   local sk = k_session(P, f[2], f[3])
-  if pending_id(redis.call('HGET', sk, 'pending')) == id then
-    redis.call('HDEL', sk, 'pending')
+  redis.call('HDEL', sk, 'p:' .. id)
+  if in_due then
+    redis.call('PEXPIRE', qkey, keep_ms)
+    redis.call('PEXPIRE', k_doc(P, id), keep_ms)
+    extend(sk, keep_ms)
+    redis.call('ZREM', k_due(P), id)
   end
-  extend(sk, keep_ms)
-  if in_due then redis.call('ZREM', k_due(P), id) end
   if f[4] and f[4] ~= '' then redis.call('ZREM', k_run(P, f[2], f[4]), id) end
   for ch in string.gmatch(f[5] or '', '[^,]+') do
     redis.call('XADD', k_events(P, ch), 'MAXLEN', '~', maxlen, '*',
@@ -82,21 +86,25 @@ CREATE = (
 -- Returns {'created'} | {'replay'} | {'busy', pending_id}
 if redis.call('EXISTS', KEYS[1]) == 1 then return {'replay'} end
 local now, expires, keep = tonumber(ARGV[3]), tonumber(ARGV[2]), tonumber(ARGV[4])
-local cur, cur_expires = pending_id(redis.call('HGET', KEYS[2], 'pending'))
--- A pending question whose deadline passed a minute ago without the sweeper ending it
--- no longer blocks its session.
-if cur and cur ~= ARGV[1] and cur_expires + 60000 > now then return {'busy', cur} end
+-- The session hash: `p:<id>` = deadline while <id> is pending, `<id>` = creation time.
+local fields = redis.call('HGETALL', KEYS[2])
+local stale = {}
+for i = 1, #fields, 2 do
+  local name, value = fields[i], tonumber(fields[i + 1])
+  if string.sub(name, 1, 2) == 'p:' then
+    -- A pending question a minute past its deadline that no sweeper ended no longer
+    -- blocks its session.
+    if value + 60000 > now then return {'busy', string.sub(name, 3)} end
+    stale[#stale + 1] = name
+  elseif value < now - keep then
+    stale[#stale + 1] = name  -- past the retention period
+  end
+end
+if #stale > 0 then redis.call('HDEL', KEYS[2], unpack(stale)) end
 redis.call('HSET', KEYS[1], unpack(ARGV, 8))
 redis.call('PEXPIRE', KEYS[1], keep)
 redis.call('SET', KEYS[5], ARGV[7], 'PX', keep)
--- Forget questions older than the retention period, then add this one.
-local fields = redis.call('HGETALL', KEYS[2])
-for i = 1, #fields, 2 do
-  if fields[i] ~= 'pending' and tonumber(fields[i + 1]) < now - keep then
-    redis.call('HDEL', KEYS[2], fields[i])
-  end
-end
-redis.call('HSET', KEYS[2], 'pending', ARGV[1] .. '|' .. ARGV[2], ARGV[1], ARGV[3])
+redis.call('HSET', KEYS[2], 'p:' .. ARGV[1], ARGV[2], ARGV[1], ARGV[3])
 extend(KEYS[2], keep)
 redis.call('ZADD', KEYS[3], expires, ARGV[1])
 if ARGV[6] == '1' then

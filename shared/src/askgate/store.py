@@ -103,7 +103,9 @@ class Record:
     @property
     def result(self) -> dict[str, Any] | None:
         raw = self.f.get("result")
-        return orjson.loads(raw) if raw else None
+        if raw:
+            return dict(orjson.loads(raw))
+        return {"status": "no_answer"} if self.f.get("status") == Status.NO_ANSWER else None
 
     def delivery_dicts(self) -> list[dict[str, Any]]:
         out = []
@@ -133,7 +135,7 @@ class Record:
         return {
             "id": self.id,
             "status": f["status"],
-            "result": raw(f["result"]) if f.get("result") else None,
+            "result": raw(f["result"]) if f.get("result") else self.result,
             "reason": f.get("reason") or None,
             "questions": raw(f["doc"]),
             "session": f["session"],
@@ -308,8 +310,8 @@ class Store:
     ) -> list[Record]:
         shard = keys.shard_for(tenant, session)
         fields = _decode(await self.redis.hgetall(keys.session(shard, tenant, session)))
-        fields.pop("pending", None)
-        ids = sorted(fields, key=lambda qid: int(fields[qid]), reverse=True)[:limit]
+        created = {k: int(v) for k, v in fields.items() if not k.startswith("p:")}
+        ids = sorted(created, key=created.__getitem__, reverse=True)[:limit]
         if not ids:
             return []
         async with self.redis.pipeline(transaction=False) as pipe:
@@ -326,10 +328,11 @@ class Store:
 
     async def pending_for(self, tenant: str, session: str) -> Record | None:
         shard = keys.shard_for(tenant, session)
-        pending = await self.redis.hget(keys.session(shard, tenant, session), "pending")
-        if pending is None:
+        fields = await self.redis.hkeys(keys.session(shard, tenant, session))
+        pending = [f.decode()[2:] for f in fields if f.startswith(b"p:")]
+        if not pending:
             return None
-        rec = await self.load(pending.decode().split("|", 1)[0])
+        rec = await self.load(pending[0])
         return rec if rec is not None and rec.status == Status.PENDING else None
 
     # -- the ask -----------------------------------------------------------------------
@@ -478,7 +481,9 @@ class Store:
             raise NotFound(f"question {rec.id} not found")
         await self._release(rec.tenant, rec.id)
         rec.f.update(status=status.value, reason=reason.value if reason else "",
-                     result=result.decode(), responder=responder_json, resolved=str(now))
+                     responder=responder_json, resolved=str(now))
+        if status == Status.ANSWERED:
+            rec.f["result"] = result.decode()
         return rec
 
     def _check_pending(self, rec: Record) -> None:
