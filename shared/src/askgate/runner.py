@@ -6,13 +6,22 @@ signal is a hard stop (arq's and rq's warm/cold shutdown).
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import structlog
+
+from askgate import health
+from askgate.errors import ConfigError
+from askgate.logs import configure_logging
+from askgate.settings import Settings, load
+
+S = TypeVar("S", bound=Settings)
 
 log = structlog.get_logger("askgate.runner")
 
@@ -46,3 +55,28 @@ def run_service(service: str, body: Callable[[asyncio.Event], Awaitable[None]]) 
         uvloop.run(main())
     except ImportError:  # pragma: no cover - uvloop is a dependency, but stay runnable
         asyncio.run(main())
+
+
+def worker_main(
+    prog: str,
+    service: str,
+    settings_cls: type[S],
+    serve: Callable[[S, asyncio.Event], Awaitable[None]],
+    argv: list[str] | None = None,
+    doc: str | None = None,
+) -> None:
+    """The command line every long-running worker shares: settings from the environment
+    (exit 2 with the message on a bad one), `--check` as the liveness probe, logging,
+    then `serve(settings, stop)` until a signal."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc)
+    parser.add_argument("--check", action="store_true", help="liveness probe: exit 0 if alive")
+    args = parser.parse_args(argv)
+    try:
+        settings = load(settings_cls)
+    except ConfigError as exc:
+        print(f"{prog}: {exc.message}", file=sys.stderr)
+        raise SystemExit(2) from None
+    if args.check:
+        raise SystemExit(asyncio.run(health.check(settings.redis_url, service)))
+    configure_logging(settings.log_level, settings.log_json)
+    run_service(service, lambda stop: serve(settings, stop))

@@ -6,17 +6,13 @@ ends once whichever replica gets to it first. `--check` is the liveness probe.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import sys
 
 import structlog
 from askgate import health, keys
 from askgate.conn import connect
-from askgate.errors import ConfigError
-from askgate.logs import configure_logging
-from askgate.runner import run_service
-from askgate.settings import Settings, load
+from askgate.runner import worker_main
+from askgate.settings import Settings
 from askgate.store import Store
 from redis.exceptions import RedisError
 
@@ -68,18 +64,7 @@ async def serve(settings: Settings, stop: asyncio.Event) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="askgate-sweeper", description=__doc__)
-    parser.add_argument("--check", action="store_true", help="liveness probe: exit 0 if alive")
-    args = parser.parse_args(argv)
-    try:
-        settings = load(Settings)
-    except ConfigError as exc:
-        print(f"askgate-sweeper: {exc.message}", file=sys.stderr)
-        raise SystemExit(2) from None
-    if args.check:
-        raise SystemExit(asyncio.run(health.check(settings.redis_url, SERVICE)))
-    configure_logging(settings.log_level, settings.log_json)
-    run_service(SERVICE, lambda stop: serve(settings, stop))
+    worker_main("askgate-sweeper", SERVICE, Settings, serve, argv, __doc__)
 
 
 if __name__ == "__main__":

@@ -8,19 +8,14 @@ e-mail, a custom chat) sends the human's messages back to the API:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
-import sys
 
 import structlog
 from askgate import health
 from askgate.conn import connect
 from askgate.consumer import StreamConsumer
-from askgate.errors import ConfigError
-from askgate.logs import configure_logging
-from askgate.runner import run_service
-from askgate.settings import load
+from askgate.runner import worker_main
 from askgate.store import Store
 
 from askgate_text.client import TextClient
@@ -50,18 +45,7 @@ async def serve(settings: TextSettings, stop: asyncio.Event) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="askgate-text", description=__doc__)
-    parser.add_argument("--check", action="store_true", help="liveness probe: exit 0 if alive")
-    args = parser.parse_args(argv)
-    try:
-        settings = load(TextSettings)
-    except ConfigError as exc:
-        print(f"askgate-text: {exc.message}", file=sys.stderr)
-        raise SystemExit(2) from None
-    if args.check:
-        raise SystemExit(asyncio.run(health.check(settings.redis_url, SERVICE)))
-    configure_logging(settings.log_level, settings.log_json)
-    run_service(SERVICE, lambda stop: serve(settings, stop))
+    worker_main("askgate-text", SERVICE, TextSettings, serve, argv, __doc__)
 
 
 if __name__ == "__main__":
