@@ -30,8 +30,9 @@ import orjson
 import uvicorn
 from askgate import keys
 from askgate.models import QuestionCreate
+from askgate.record import new_question_id
 from askgate.settings import Settings
-from askgate.store import Store, new_question_id
+from askgate.store import Store
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from redis.asyncio import Redis

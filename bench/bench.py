@@ -43,10 +43,11 @@ import orjson
 import redis as redis_pkg
 from askgate import keys
 from askgate.models import QuestionCreate
+from askgate.record import result_json
 from askgate.redis_server import RedisProcess, free_port
 from askgate.settings import Settings
 from askgate.status import Status
-from askgate.store import Store, result_json
+from askgate.store import Store
 from askgate.tenants import create_tenant
 from redis.asyncio import Redis
 

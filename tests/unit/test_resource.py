@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 from askgate.models import QuestionPublic
-from askgate.store import Record
+from askgate.record import Record
 
 DOC = [{"id": "deploy_target", "header": "Deploy", "question": "Where?", "multiSelect": False,
         "options": [{"label": "Staging (Recommended)", "description": "Safe"},

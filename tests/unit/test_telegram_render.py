@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from aiogram.types import User
 from askgate.models import QuestionIn
-from askgate.store import new_question_id
+from askgate.record import new_question_id
 from askgate_telegram import render
 from askgate_telegram.render import Tap
 

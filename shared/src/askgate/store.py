@@ -7,12 +7,7 @@ arguments and turns its replies into records or askgate errors. Redis errors pro
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import os
-import zlib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -20,245 +15,22 @@ from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 
 from askgate import keys, scripts
-from askgate.errors import (
-    AlreadyFinal,
-    IncompleteAnswer,
-    NotFound,
-    RateLimited,
-    SessionBusy,
-    ValidationFailed,
+from askgate.answers import canonical_answers, ended_message
+from askgate.errors import AlreadyFinal, NotFound, RateLimited, SessionBusy
+from askgate.models import QuestionCreate, Responder
+from askgate.parser import ParsedReply, parse_reply
+from askgate.record import (
+    NO_ANSWER,
+    Record,
+    decode_hash,
+    encode_doc,
+    new_question_id,
+    record_from,
+    result_json,
 )
-from askgate.i18n import t
-from askgate.models import (
-    Delivery,
-    QuestionCreate,
-    QuestionIn,
-    QuestionPublic,
-    Responder,
-)
-from askgate.parser import ParsedReply, match_label, parse_reply
 from askgate.settings import Settings
 from askgate.status import Reason, Status
 from askgate.timeutil import iso, now_ms
-
-NO_ANSWER = orjson.dumps({"status": "no_answer"})
-FREE_TEXT_MAX = 2000
-
-
-def result_json(answers: Mapping[str, list[str]]) -> bytes:
-    """The seed's result, byte for byte: {"status":"answered","answers":{"answers":{…}}}."""
-    return orjson.dumps({"status": "answered", "answers": {"answers": dict(answers)}})
-
-
-def new_question_id(
-    tenant: str, session: str, run_id: str | None, tool_call_id: str | None
-) -> str:
-    """`q` + the session's shard in hex + 16 base32 chars (80 bits). With a tool_call_id the id is
-    derived from (tenant, run or session, tool_call_id), so a retried ask finds itself."""
-    shard = keys.shard_for(tenant, session)
-    if tool_call_id:
-        seed = f"{tenant}\x00{run_id or session}\x00{tool_call_id}".encode()
-        raw = hashlib.sha256(seed).digest()
-    else:
-        raw = os.urandom(10)
-    token = base64.b32encode(raw).decode().lower()[:16]
-    return f"q{shard:02x}{token}"
-
-
-@dataclass
-class Record:
-    """A question as stored: the hash's fields, decoded."""
-
-    id: str
-    f: dict[str, str]
-
-    @property
-    def tenant(self) -> str:
-        return self.f["tenant"]
-
-    @property
-    def session(self) -> str:
-        return self.f["session"]
-
-    @property
-    def status(self) -> Status:
-        return Status(self.f["status"])
-
-    @property
-    def reason(self) -> Reason | None:
-        return Reason(self.f["reason"]) if self.f.get("reason") else None
-
-    @property
-    def locale(self) -> str:
-        return self.f.get("locale") or "en"
-
-    @property
-    def questions(self) -> list[QuestionIn]:
-        return [QuestionIn.model_validate(q) for q in orjson.loads(self.f["doc"])]
-
-    @property
-    def targets(self) -> list[dict[str, Any]]:
-        return list(orjson.loads(self.f.get("targets") or "[]"))
-
-    @property
-    def result(self) -> dict[str, Any] | None:
-        raw = self.f.get("result")
-        if raw:
-            return dict(orjson.loads(raw))
-        return {"status": "no_answer"} if self.f.get("status") == Status.NO_ANSWER else None
-
-    def delivery_dicts(self) -> list[dict[str, Any]]:
-        out = []
-        for i, target in enumerate(self.targets):
-            raw = self.f.get(f"d:{i}")
-            d = orjson.loads(raw) if raw else {"status": self.f.get(f"ds:{i}", "pending")}
-            out.append({"target": target, "status": d.get("status", "pending"),
-                        "error": d.get("error"), "ref": d.get("ref"), "at": d.get("at")})
-        return out
-
-    def deliveries(self) -> list[Delivery]:
-        return [Delivery.model_validate(d) for d in self.delivery_dicts()]
-
-    def public_dict(self, web_url: str | None = None, *, fragments: bool = False
-                    ) -> dict[str, Any]:
-        """The question resource as JSON-ready data, built straight from the hash (the hot
-        path of every endpoint); `public()` is the same, validated as QuestionPublic.
-        With fragments=True the stored JSON (questions, result) is embedded unparsed, for
-        orjson.dumps only."""
-        f = self.f
-        raw = orjson.Fragment if fragments else orjson.loads
-        responder = None
-        if f.get("responder"):
-            r = orjson.loads(f["responder"])
-            responder = {"channel": r.get("channel"), "user_id": r.get("user_id"),
-                         "name": r.get("name")}
-        return {
-            "id": self.id,
-            "status": f["status"],
-            "result": raw(f["result"]) if f.get("result") else self.result,
-            "reason": f.get("reason") or None,
-            "questions": raw(f["doc"]),
-            "session": f["session"],
-            "run_id": f.get("run") or None,
-            "agent_id": f.get("agent") or None,
-            "tool_call_id": f.get("tcid") or None,
-            "locale": self.locale,
-            "timeout_s": int(f["timeout"]),
-            "created_at": iso(f["created"]),
-            "expires_at": iso(f["expires"]),
-            "resolved_at": iso(f.get("resolved")),
-            "responder": responder,
-            "result_key": keys.result_key(self.id),
-            "result_channel": keys.result_channel(self.id),
-            "web_url": web_url,
-            "callback_url": f.get("callback") or None,
-            "deliveries": self.delivery_dicts(),
-            "webhook": orjson.loads(f["webhook"]) if f.get("webhook") else None,
-        }
-
-    def public(self, web_url: str | None = None) -> QuestionPublic:
-        return QuestionPublic.model_validate(self.public_dict(web_url))
-
-
-def _decode(raw: Mapping[bytes, bytes]) -> dict[str, str]:
-    return {k.decode(): v.decode() for k, v in raw.items()}
-
-
-# A question's static part (questions, targets, callback) is stored apart from its hash,
-# deflated with a preset dictionary of the ask's JSON shape: the hash keeps only short
-# values, so Redis stores it as a compact listpack, and the text takes ~40% of its size.
-DOC_VERSION = b"\x01"
-_ZDICT = (
-    b'{"questions":[{"id":"","header":"","question":"","options":[{"label":" (Recommended)",'
-    b'"description":""},{"label":"","description":""}],"multiSelect":false}],"targets":'
-    b'[{"channel":"telegram","chat_id":""},{"channel":"web"}],"callback":"https://"}'
-)
-
-
-def encode_doc(questions: list[Any], targets: list[Any], callback: str | None) -> bytes:
-    doc: dict[str, Any] = {"questions": questions, "targets": targets}
-    if callback:
-        doc["callback"] = callback
-    c = zlib.compressobj(9, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, _ZDICT)
-    return DOC_VERSION + c.compress(orjson.dumps(doc)) + c.flush()
-
-
-def decode_doc(blob: bytes) -> dict[str, str]:
-    """The doc as the record fields `doc`, `targets`, `callback` (JSON / text)."""
-    if blob[:1] != DOC_VERSION:
-        raise ValueError("unknown question doc version")
-    d = zlib.decompressobj(-15, _ZDICT)
-    doc = orjson.loads(d.decompress(blob[1:]) + d.flush())
-    for q in doc["questions"]:
-        q.setdefault("multiSelect", False)
-    out = {"doc": orjson.dumps(doc["questions"]).decode(),
-           "targets": orjson.dumps(doc["targets"]).decode()}
-    if doc.get("callback"):
-        out["callback"] = doc["callback"]
-    return out
-
-
-def record_from(question_id: str, raw: Mapping[bytes, bytes], blob: bytes | None) -> Record | None:
-    """A Record from the question hash and its doc as read from Redis (None if gone)."""
-    if not raw or blob is None:
-        return None
-    return Record(question_id, {**_decode(raw), **decode_doc(blob)})
-
-
-def canonical_answers(
-    questions: Sequence[QuestionIn], given: Mapping[str, list[str] | str], locale: str = "en"
-) -> dict[str, list[str]]:
-    """Answers keyed by question id in declared order, values as the declared labels
-    (matched ignoring case and the Recommended suffix) or trimmed free text."""
-    ids = [q.id for q in questions]
-    for key in given:
-        if key not in ids:
-            raise ValidationFailed(
-                f"answers.{key} is not a question of this ask; answer with the ids "
-                f"{', '.join(ids)}"
-            )
-    out: dict[str, list[str]] = {}
-    for q in questions:
-        raw = given.get(q.id)
-        values_in = [raw] if isinstance(raw, str) else list(raw or [])
-        values: list[str] = []
-        for v in values_in:
-            v = v.strip()  # trimmed like a typed reply; inner spacing is the human's
-            if not v:
-                continue
-            if len(v) > FREE_TEXT_MAX:
-                raise ValidationFailed(
-                    f"answers.{q.id} values must be at most {FREE_TEXT_MAX} characters"
-                )
-            v = match_label(q, v) or v
-            if v not in values:
-                values.append(v)
-        if len(values) > 1 and not q.multiSelect:
-            raise ValidationFailed(
-                f"answers.{q.id} takes one answer (the question is single-select); "
-                "send a list with one value"
-            )
-        if values:
-            out[q.id] = values
-    missing = [q for q in questions if q.id not in out]
-    if missing:
-        named = " / ".join(f"{q.header}: {q.question}" for q in missing)
-        raise IncompleteAnswer(
-            f"answers.{missing[0].id} is missing; all questions of an ask are answered "
-            f"together. {t(locale, 'missing', questions=named)}",
-            missing=[q.id for q in missing],
-        )
-    return out
-
-
-def ended_message(status: str, reason: str | None, locale: str = "en") -> str:
-    if status == Status.ANSWERED:
-        return t(locale, "already_answered")
-    if reason == Reason.TIMEOUT:
-        return t(locale, "expired")
-    if reason == Reason.SKIPPED:
-        return t(locale, "ended") + f" ({reason})"
-    return t(locale, "ended") + (f" ({reason})" if reason else "")
 
 
 class Store:
@@ -309,7 +81,7 @@ class Store:
         self, tenant: str, session: str, status: Status | None = None, limit: int = 50
     ) -> list[Record]:
         shard = keys.shard_for(tenant, session)
-        fields = _decode(await self.redis.hgetall(keys.session(shard, tenant, session)))
+        fields = decode_hash(await self.redis.hgetall(keys.session(shard, tenant, session)))
         created = {k: int(v) for k, v in fields.items() if not k.startswith("p:")}
         ids = sorted(created, key=created.__getitem__, reverse=True)[:limit]
         if not ids:

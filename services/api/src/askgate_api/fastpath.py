@@ -26,7 +26,8 @@ from askgate.errors import (
     ValidationFailed,
 )
 from askgate.models import QuestionCreate, validation_message
-from askgate.store import Record, Store
+from askgate.record import Record
+from askgate.store import Store
 from askgate.tenants import Tenant
 from pydantic import ValidationError
 from redis.exceptions import RedisError

@@ -13,9 +13,9 @@ from askgate.errors import (
     SessionBusy,
     Unavailable,
 )
+from askgate.record import Record
 from askgate.settings import Settings
 from askgate.signing import session_link
-from askgate.store import Record
 from fastapi.responses import Response
 
 from askgate_api.metrics import REJECTED

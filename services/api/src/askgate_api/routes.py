@@ -13,8 +13,9 @@ from askgate.models import (
     ReplyBody,
     Responder,
 )
+from askgate.record import Record
 from askgate.status import Reason, Status
-from askgate.store import Record, Store
+from askgate.store import Store
 from askgate.tenants import Tenant
 from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.responses import Response

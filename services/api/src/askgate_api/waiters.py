@@ -15,8 +15,9 @@ import contextlib
 import structlog
 from askgate import keys
 from askgate.errors import Unavailable
+from askgate.record import Record
 from askgate.status import Status
-from askgate.store import Record, Store
+from askgate.store import Store
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 

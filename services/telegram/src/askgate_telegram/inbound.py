@@ -29,11 +29,13 @@ from aiogram.types import (
 from aiogram.webhook.aiohttp_server import BaseRequestHandler
 from aiohttp import web
 from askgate import keys
+from askgate.answers import ended_message
 from askgate.errors import AlreadyFinal, IncompleteAnswer, ValidationFailed
 from askgate.i18n import t
 from askgate.models import Responder
+from askgate.record import Record
 from askgate.status import Reason, Status
-from askgate.store import Record, Store, ended_message
+from askgate.store import Store
 from redis.asyncio import Redis
 
 from askgate_telegram import render

@@ -24,8 +24,9 @@ from aiohttp import web
 from askgate import keys
 from askgate.consumer import Event, StreamConsumer
 from askgate.health import beat_forever, instance_name
+from askgate.record import Record
 from askgate.status import Status
-from askgate.store import Record, Store
+from askgate.store import Store
 from askgate.timeutil import now_ms
 from redis.asyncio import Redis
 from redis.exceptions import RedisError

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from askgate.record import Record
 from askgate.render import prompt_text, summary_text
-from askgate.store import Record
 from askgate.timeutil import iso
 
 

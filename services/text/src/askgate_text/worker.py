@@ -23,8 +23,9 @@ import orjson
 import structlog
 from askgate.consumer import Event, RetryLater
 from askgate.outbound import Outcome
+from askgate.record import Record
 from askgate.status import Status
-from askgate.store import Record, Store
+from askgate.store import Store
 from askgate.tenants import load_tenant
 from askgate.timeutil import now_ms
 

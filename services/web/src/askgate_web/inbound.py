@@ -16,9 +16,10 @@ import orjson
 import structlog
 from askgate.errors import AlreadyFinal, IncompleteAnswer, NotFound, ValidationFailed
 from askgate.i18n import t
+from askgate.record import Record
 from askgate.signing import verify_session_link
 from askgate.status import Reason
-from askgate.store import Record, Store
+from askgate.store import Store
 from askgate.timeutil import now_ms
 from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response, StreamingResponse

@@ -12,9 +12,9 @@ from typing import Any
 
 from askgate.i18n import t
 from askgate.models import RECOMMENDED, QuestionIn
+from askgate.record import Record
 from askgate.render import summary_text
 from askgate.status import Status
-from askgate.store import Record
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 ENV = Environment(

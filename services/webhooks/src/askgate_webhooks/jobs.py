@@ -18,8 +18,8 @@ import orjson
 import structlog
 from askgate import keys
 from askgate.outbound import Outcome
+from askgate.record import record_from
 from askgate.settings import load
-from askgate.store import record_from
 from askgate.timeutil import iso, now_ms
 from redis import Redis
 from rq import Queue, get_current_job

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from askgate.store import Record
+from askgate.record import Record
 from askgate.timeutil import iso
 
 
