@@ -71,6 +71,8 @@ def run_stack(embedded_redis: bool = True) -> int:
         (RUN_DIR / "redis.url").write_text(redis.url)
         print(f"askgate: embedded Redis at {redis.url} (data in {RUN_DIR / 'redis'})")
     env.setdefault("ASKGATE_SECRET_KEY", _secret())
+    web = f"http://{env.get('ASKGATE_WEB_HOST', '127.0.0.1')}:{env.get('ASKGATE_WEB_PORT', '8001')}"
+    env.setdefault("ASKGATE_WEB_BASE_URL", web)  # the links the API signs point here
 
     children: list[tuple[str, subprocess.Popen[bytes]]] = []
     for name, module, needs in SERVICES:
@@ -86,7 +88,6 @@ def run_stack(embedded_redis: bool = True) -> int:
         proc = subprocess.Popen([sys.executable, "-m", module], env=env, start_new_session=True)
         children.append((name, proc))
     api = f"http://{env.get('ASKGATE_API_HOST', '127.0.0.1')}:{env.get('ASKGATE_API_PORT', '8000')}"
-    web = f"http://{env.get('ASKGATE_WEB_HOST', '127.0.0.1')}:{env.get('ASKGATE_WEB_PORT', '8001')}"
     print(f"askgate: started {', '.join(n for n, _ in children)}; API at {api}, "
           f"Control UI at {web} (Ctrl-C stops everything)")
 
