@@ -14,6 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from tests.conftest import ask_body
+
 GRAPHEME = regex.compile(r"\X")
 
 Body = dict[str, Any]
@@ -21,24 +23,7 @@ Body = dict[str, Any]
 
 def ask(**top: Any) -> Body:
     """The SPEC §1 example ask with a session; keyword arguments replace top-level fields."""
-    body: Body = {
-        "questions": [
-            {
-                "id": "deploy_target",
-                "header": "Deploy",
-                "question": "Where should I deploy this build?",
-                "options": [
-                    {"label": "Staging (Recommended)", "description": "Safe, reversible"},
-                    {"label": "Production"},
-                ],
-                "multiSelect": False,
-            }
-        ],
-        "timeoutSeconds": 900,
-        "session": "s1",
-    }
-    body.update(top)
-    return body
+    return ask_body(**top)
 
 
 def with_question(**fields: Any) -> Body:
