@@ -269,3 +269,16 @@ async def test_keys_share_the_question_hash_tag(tenant: Tenant) -> None:
                 keys.run(shard, tenant.id, "r"), keys.events(shard, "web")):
         assert tag in key
     assert shard == keys.shard_for(tenant.id, "sess")
+
+
+async def test_abort_after_a_timeout_in_the_run(redis: Redis, settings: Settings,
+                                                tenant: Tenant) -> None:
+    """A run whose earlier question timed out aborts only what is still pending."""
+    store = Store(redis, settings)
+    (expired,) = await create_many(store, tenant.id, 1, "ra", run_id="run-x", timeoutSeconds=1)
+    for shard in range(keys.SHARDS):
+        await store.sweep_shard(shard, now=FUTURE_MS)
+    (pending,) = await create_many(store, tenant.id, 1, "rb", run_id="run-x")
+    assert await store.abort_run(tenant.id, "run-x") == [pending]
+    rec = await store.load(expired)
+    assert rec is not None and rec.reason == "timeout"

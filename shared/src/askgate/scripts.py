@@ -35,7 +35,22 @@ local function extend(key, ms)
   if ttl < ms then redis.call('PEXPIRE', key, ms) end  -- -1 (no TTL yet) included
 end
 
--- in_due: also leave the due set (a sweep removes its whole batch at once instead).
+-- The event streams of a channel list ('web,telegram') under a tag prefix, split once
+-- per script call (a sweep resolves hundreds of questions with the same few lists).
+local STREAMS = {}
+local function streams_of(P, channels)
+  local cache_key = P .. '|' .. channels
+  local out = STREAMS[cache_key]
+  if not out then
+    out = {}
+    for ch in string.gmatch(channels, '[^,]+') do out[#out + 1] = k_events(P, ch) end
+    STREAMS[cache_key] = out
+  end
+  return out
+end
+
+-- in_due: also leave the due set and the run set (a sweep removes its whole batch from
+-- the due set at once instead).
 -- A sweep resolves at or after the deadline, when the hash, doc and session TTLs set at
 -- creation (deadline + keep_ms) already have keep_ms left: it skips refreshing them.
 local function resolve(qkey, id, status, reason, result, responder, now, keep_ms, maxlen,
@@ -55,7 +70,8 @@ local function resolve(qkey, id, status, reason, result, responder, now, keep_ms
   else
     redis.call('HSET', qkey, 'status', status, 'reason', reason, 'resolved', now)
   end
-  redis.call('SET', k_result(P, id), result, 'PX', keep_ms)
+  local rk = k_result(P, id)
+  redis.call('SET', rk, result, 'PX', keep_ms)
   local sk = k_session(P, f[2], f[3])
   redis.call('HDEL', sk, 'p:' .. id)
   if in_due then
@@ -63,13 +79,15 @@ local function resolve(qkey, id, status, reason, result, responder, now, keep_ms
     redis.call('PEXPIRE', k_doc(P, id), keep_ms)
     extend(sk, keep_ms)
     redis.call('ZREM', k_due(P), id)
+    -- (A swept question stays in its run's set: it is scored by its deadline, and the
+    -- next ask of the run drops entries past their deadline.)
+    if f[4] and f[4] ~= '' then redis.call('ZREM', k_run(P, f[2], f[4]), id) end
   end
-  if f[4] and f[4] ~= '' then redis.call('ZREM', k_run(P, f[2], f[4]), id) end
-  for ch in string.gmatch(f[5] or '', '[^,]+') do
-    redis.call('XADD', k_events(P, ch), 'MAXLEN', '~', maxlen, '*',
+  for _, stream in ipairs(streams_of(P, f[5] or '')) do
+    redis.call('XADD', stream, 'MAXLEN', '~', maxlen, '*',
                'type', 'question.resolved', 'id', id, 'status', status, 'reason', reason)
   end
-  redis.call('PUBLISH', k_result(P, id), result)
+  redis.call('PUBLISH', rk, result)
   return {'ok', f[2]}
 end
 """
@@ -108,6 +126,7 @@ redis.call('HSET', KEYS[2], 'p:' .. ARGV[1], ARGV[2], ARGV[1], ARGV[3])
 extend(KEYS[2], keep)
 redis.call('ZADD', KEYS[3], expires, ARGV[1])
 if ARGV[6] == '1' then
+  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
   redis.call('ZADD', KEYS[4], expires, ARGV[1])
   extend(KEYS[4], keep)
 end
