@@ -81,7 +81,7 @@ async def test_worker_killed_mid_render_posts_exactly_one_prompt(
 
         await eventually(settled, "the restarted worker to settle the in-doubt prompt",
                          PROCESS_WAIT_S)
-        doc = orjson.loads(await redis.hget(keys.question(rec.id), "d:0") or b"{}")
+        doc = orjson.loads(await redis.hget(keys.deliveries(rec.id), "d:0") or b"{}")
         assert doc["ref"]["unconfirmed"] is True
         assert len(fake.sent()) == 1
         assert (await store.load(rec.id)).status == "pending"  # type: ignore[union-attr]

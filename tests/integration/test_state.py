@@ -282,3 +282,21 @@ async def test_abort_after_a_timeout_in_the_run(redis: Redis, settings: Settings
     assert await store.abort_run(tenant.id, "run-x") == [pending]
     rec = await store.load(expired)
     assert rec is not None and rec.reason == "timeout"
+
+
+async def test_delivery_keeps_question_hash_compact(redis: Redis, settings: Settings,
+                                                    tenant: Tenant) -> None:
+    """A delivery's details go beside the question hash, which stays a compact listpack
+    and is read back as one record; they expire with the question."""
+    store = Store(redis, settings)
+    (qid,) = await create_many(store, tenant.id, 1, "dk",
+                               targets=[{"channel": "telegram", "chat_id": "-1001234567890"}])
+    ref = {"chat_id": "-1001234567890", "message_id": 4242, "bot": "123456789"}
+    assert await store.set_delivery(qid, 0, "delivered", ref=ref) == ("ok", "0")
+    assert await redis.object("encoding", keys.question(qid)) in (b"listpack", b"ziplist")
+    rec = await store.load(qid)
+    assert rec is not None and rec.deliveries()[0].ref == ref
+    assert 0 < await redis.pttl(keys.deliveries(qid)) <= await redis.pttl(keys.question(qid))
+    await store.answer(tenant.id, qid, {"deploy_target": ["Production"]})
+    keep_ms = settings.result_ttl_s * 1000
+    assert keep_ms - 60_000 < await redis.pttl(keys.deliveries(qid)) <= keep_ms

@@ -50,6 +50,12 @@ def doc(question_id: str) -> str:
     return f"{tag(shard_of(question_id))}:doc:{question_id}"
 
 
+def deliveries(question_id: str) -> str:
+    """HASH `d:<target index>` = that target's delivery JSON (status, error, ref, at).
+    Apart from the question hash, whose values stay short enough for a listpack."""
+    return f"{tag(shard_of(question_id))}:dlv:{question_id}"
+
+
 def result_key(question_id: str) -> str:
     return f"{tag(shard_of(question_id))}:result:{question_id}"
 
@@ -168,6 +174,7 @@ local function k_prefix(qkey) return string.sub(qkey, 1, string.find(qkey, '}', 
 local function k_question(P, id) return P .. ':q:' .. id end
 local function k_result(P, id) return P .. ':result:' .. id end
 local function k_doc(P, id) return P .. ':doc:' .. id end
+local function k_deliveries(P, id) return P .. ':dlv:' .. id end
 local function k_session(P, t, s) return P .. ':session:' .. t .. ':' .. s end
 local function k_run(P, t, r) return P .. ':run:' .. t .. ':' .. r end
 local function k_due(P) return P .. ':due' end

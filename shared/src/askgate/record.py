@@ -174,8 +174,15 @@ def decode_doc(blob: bytes) -> dict[str, str]:
     return out
 
 
-def record_from(question_id: str, raw: Mapping[bytes, bytes], blob: bytes | None) -> Record | None:
-    """A Record from the question hash and its doc as read from Redis (None if gone)."""
+def record_from(
+    question_id: str,
+    raw: Mapping[bytes, bytes],
+    blob: bytes | None,
+    deliveries: Mapping[bytes, bytes] | None = None,
+) -> Record | None:
+    """A Record from the question hash, its doc and its deliveries hash as read from Redis
+    (None if gone). The deliveries' `d:<i>` fields join the record's fields."""
     if not raw or blob is None:
         return None
-    return Record(question_id, {**decode_hash(raw), **decode_doc(blob)})
+    return Record(question_id,
+                  {**decode_hash(raw), **decode_doc(blob), **decode_hash(deliveries or {})})

@@ -77,6 +77,7 @@ local function resolve(qkey, id, status, reason, result, responder, now, keep_ms
   if in_due then
     redis.call('PEXPIRE', qkey, keep_ms)
     redis.call('PEXPIRE', k_doc(P, id), keep_ms)
+    redis.call('PEXPIRE', k_deliveries(P, id), keep_ms)
     extend(sk, keep_ms)
     redis.call('ZREM', k_due(P), id)
     -- (A swept question stays in its run's set: it is scored by its deadline, and the
@@ -195,7 +196,7 @@ return out
 DELIVERY = (
     _RESOLVE
     + """
--- KEYS[1] question hash
+-- KEYS[1] question hash   KEYS[2] its deliveries hash
 -- ARGV[1] id  ARGV[2] target index  ARGV[3] state (sending|delivered|failed)
 -- ARGV[4] delivery JSON  ARGV[5] expected current state ('' = any)  ARGV[6] now_ms
 -- ARGV[7] keep_ms  ARGV[8] stream maxlen  ARGV[9] the no_answer result JSON
@@ -207,7 +208,10 @@ local f = redis.call('HMGET', KEYS[1], 'status', 'ntargets', 'ds:' .. ARGV[2])
 if not f[1] then return {'missing'} end
 local cur = f[3] or 'pending'
 if ARGV[5] ~= '' and cur ~= ARGV[5] then return {'conflict', cur} end
-redis.call('HSET', KEYS[1], 'ds:' .. ARGV[2], ARGV[3], 'd:' .. ARGV[2], ARGV[4])
+redis.call('HSET', KEYS[1], 'ds:' .. ARGV[2], ARGV[3])
+redis.call('HSET', KEYS[2], 'd:' .. ARGV[2], ARGV[4])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end  -- it lives as long as the question
 if ARGV[3] ~= 'failed' or f[1] ~= 'pending' then return {'ok', '0'} end
 local n = tonumber(f[2] or '0')
 for i = 0, n - 1 do

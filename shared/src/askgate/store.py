@@ -56,8 +56,9 @@ class Store:
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hgetall(key)
             pipe.get(keys.doc(question_id))
-            raw, blob = await pipe.execute()
-        return record_from(question_id, raw, blob)
+            pipe.hgetall(keys.deliveries(question_id))
+            raw, blob, sent = await pipe.execute()
+        return record_from(question_id, raw, blob, sent)
 
     async def get(self, tenant: str, question_id: str) -> Record:
         rec = await self.load(question_id)
@@ -90,10 +91,11 @@ class Store:
             for qid in ids:
                 pipe.hgetall(keys.question(qid))
                 pipe.get(keys.doc(qid))
+                pipe.hgetall(keys.deliveries(qid))
             rows = await pipe.execute()
         out = []
         for i, qid in enumerate(ids):
-            rec = record_from(qid, rows[2 * i], rows[2 * i + 1])
+            rec = record_from(qid, rows[3 * i], rows[3 * i + 1], rows[3 * i + 2])
             if rec is not None and (status is None or rec.status == status):
                 out.append(rec)
         return out
@@ -343,7 +345,7 @@ class Store:
         now = now_ms()
         doc = orjson.dumps({"status": state, "error": error, "ref": ref, "at": iso(now)})
         reply = await self._delivery(
-            keys=[keys.question(question_id)],
+            keys=[keys.question(question_id), keys.deliveries(question_id)],
             args=[question_id, index, state, doc, expect, now, self.keep_ms, self.maxlen,
                   NO_ANSWER],
         )

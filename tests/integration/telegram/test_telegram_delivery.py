@@ -157,6 +157,6 @@ async def test_delivery_ref_records_the_message(tg: Harness) -> None:
 
 
 async def _ref(tg: Harness, qid: str) -> dict[str, object] | None:
-    raw = await tg.redis.hget(keys.question(qid), "d:0")
+    raw = await tg.redis.hget(keys.deliveries(qid), "d:0")
     doc = orjson.loads(raw) if raw else {}
     return doc.get("ref") if doc.get("status") == "delivered" else None
