@@ -8,7 +8,7 @@ from typing import Any
 
 import structlog
 from askgate.conn import connect
-from askgate.errors import AskgateError, Unavailable
+from askgate.errors import AskgateError, ValidationFailed
 from askgate.models import describe_errors
 from askgate.settings import Settings
 from askgate.store import Store
@@ -21,8 +21,7 @@ from redis.exceptions import BusyLoadingError, ConnectionError, TimeoutError
 from askgate_api import routes
 from askgate_api.auth import TenantCache
 from askgate_api.fastpath import ASK_PATH, WAIT_PATH, serve_ask, serve_wait
-from askgate_api.metrics import REJECTED
-from askgate_api.responses import error_response, json_response
+from askgate_api.responses import error_response, redis_unavailable
 from askgate_api.waiters import Hub
 
 log = structlog.get_logger("askgate.api")
@@ -83,11 +82,7 @@ def create_app(settings: Settings) -> FastAPI:
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> Response:
         lines = describe_errors(list(exc.errors()))
-        REJECTED.labels("validation_error").inc()
-        body: dict[str, Any] = {"code": "validation_error", "message": "; ".join(lines)}
-        if len(lines) > 1:
-            body["errors"] = lines
-        return json_response({"error": body}, 422)
+        return error_response(ValidationFailed("; ".join(lines), lines))
 
     @app.exception_handler(ConnectionError)
     @app.exception_handler(TimeoutError)
@@ -95,9 +90,7 @@ def create_app(settings: Settings) -> FastAPI:
     @app.exception_handler(OSError)
     async def _redis_down(_: Request, exc: Exception) -> Response:
         log.warning("api.redis_unavailable", error=str(exc))
-        return error_response(
-            Unavailable("Redis is unreachable; nothing was changed. Retry shortly.", 1)
-        )
+        return error_response(redis_unavailable())
 
     app.include_router(routes.router)
     return app

@@ -22,7 +22,6 @@ from askgate.errors import (
     AskgateError,
     NotPrimary,
     Unauthorized,
-    Unavailable,
     ValidationFailed,
 )
 from askgate.models import QuestionCreate, validation_message
@@ -33,7 +32,7 @@ from pydantic import ValidationError
 from redis.exceptions import RedisError
 
 from askgate_api.metrics import ASKS, WAITERS
-from askgate_api.responses import error_response, resource
+from askgate_api.responses import error_response, redis_unavailable, resource
 from askgate_api.waiters import WAIT_MAX_S, wait_final
 
 WAIT_PATH = re.compile(r"^/v1/questions/([^/]+)/wait$")
@@ -99,10 +98,6 @@ async def _fail(send: Send, exc: AskgateError) -> None:
     await _respond(send, response.status_code, response.raw_headers, bytes(response.body))
 
 
-def _redis_down() -> Unavailable:
-    return Unavailable("Redis is unreachable; nothing was changed. Retry shortly.", 1)
-
-
 async def serve_wait(app: Any, scope: Scope, send: Send, question_id: str) -> None:
     state = app.state
     WAITERS.inc()
@@ -114,7 +109,7 @@ async def serve_wait(app: Any, scope: Scope, send: Send, question_id: str) -> No
     except AskgateError as exc:
         return await _fail(send, exc)
     except (RedisError, OSError):
-        return await _fail(send, _redis_down())
+        return await _fail(send, redis_unavailable())
     finally:
         WAITERS.dec()
     await _respond(send, 200, [_JSON], body)
@@ -140,7 +135,7 @@ async def serve_ask(app: Any, scope: Scope, receive: Receive, send: Send) -> Non
     except AskgateError as exc:
         return await _fail(send, exc)
     except (RedisError, OSError):
-        return await _fail(send, _redis_down())
+        return await _fail(send, redis_unavailable())
     await _respond(send, 201 if created else 200, [_JSON], body)
 
 

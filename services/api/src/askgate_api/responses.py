@@ -21,6 +21,11 @@ from fastapi.responses import Response
 from askgate_api.metrics import REJECTED
 
 
+def redis_unavailable() -> Unavailable:
+    """What every endpoint answers when Redis cannot be reached (503, Retry-After)."""
+    return Unavailable("Redis is unreachable; nothing was changed. Retry shortly.", 1)
+
+
 def resource(settings: Settings, rec: Record) -> dict[str, Any]:
     """The question resource with the signed Control UI link of its session."""
     url = session_link(settings.web_base_url, settings.secret_key, rec.tenant, rec.session,
