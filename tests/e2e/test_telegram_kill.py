@@ -36,9 +36,9 @@ async def start_worker(redis_url: str, api_base: str) -> asyncio.subprocess.Proc
     env = {
         **os.environ, "REDIS_URL": redis_url, "ASKGATE_SECRET_KEY": SECRET,
         "ASKGATE_TELEGRAM_MODE": "polling", "ASKGATE_TELEGRAM_API_BASE": api_base,
-        "ASKGATE_TELEGRAM_POLLING_TIMEOUT_S": "1", "ASKGATE_TELEGRAM_BLOCK_MS": "100",
-        "ASKGATE_TELEGRAM_CLAIM_IDLE_MS": "300", "ASKGATE_TELEGRAM_CLAIM_EVERY_S": "0.2",
-        "ASKGATE_TELEGRAM_SEND_LEASE_MS": "300",
+        "ASKGATE_TELEGRAM_POLLING_TIMEOUT_S": "1", "ASKGATE_CONSUMER_BLOCK_MS": "100",
+        "ASKGATE_CONSUMER_CLAIM_IDLE_MS": "300", "ASKGATE_CONSUMER_CLAIM_EVERY_S": "0.2",
+        "ASKGATE_DELIVERY_LEASE_MS": "300",
     }
     return await asyncio.create_subprocess_exec(
         sys.executable, "-m", "askgate_telegram", env=env,

@@ -47,9 +47,11 @@ async def text_worker(redis_server: RedisProcess, redis: Redis) -> AsyncIterator
     async def start(**overrides: Any) -> None:
         values: dict[str, Any] = {
             "redis_url": redis_server.url, "secret_key": SECRET, "timeout_min_s": 1,
-            "text_backoff_s": 0.01, "consumer_block_ms": 50, **overrides,
+            "delivery_backoff_s": 0.01, "consumer_block_ms": 50, **overrides,
         }
         tasks.append(asyncio.create_task(serve(TextSettings(**values), stop)))
+        # Asks to the text channel are refused until a worker is live.
+        await until(lambda: redis.exists(keys.channel_live("text")), "the text worker")
 
     yield start
     stop.set()
@@ -114,7 +116,7 @@ async def test_round_trip_with_partial_reply_and_summary(
     _, summary = await receiver.wait_for(2)
     assert verify(tenant.webhook_secret, summary.headers, summary.body)
     assert summary.json() == {"type": "summary", "question_id": qid, "session": "chat-1",
-                              "text": "Answered: Production, Team"}
+                              "text": "Answered: Deploy: Production · Notify: Team"}
 
 
 async def _delivered(client: httpx.AsyncClient, tenant: Tenant, qid: str) -> bool:
@@ -154,7 +156,8 @@ async def test_unacked_entry_is_retried_later(
     app_client: httpx.AsyncClient, tenant: Tenant, text_worker: StartWorker
 ) -> None:
     """A prompt that still fails after the quick retries is delivered on a later round."""
-    await text_worker(text_attempts=1, consumer_claim_idle_ms=200)
+    await text_worker(delivery_retries=0, consumer_claim_idle_ms=200,
+                      consumer_claim_every_s=0.1)
     with Receiver([Reply(500)]) as receiver:
         body = ask_body(targets=[{"channel": "text", "url": receiver.url}])
         qid = (await app_client.post("/v1/questions", json=body,

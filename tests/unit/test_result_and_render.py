@@ -21,6 +21,8 @@ from askgate.status import FINAL, TRANSITIONS, Status, can_transition
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.records import record_of
+
 PROPERTY = settings(max_examples=200, deadline=None)
 LOCALES = ["en", "tr", "hi"]
 
@@ -332,7 +334,8 @@ SUMMARIES = {
 )
 def test_summary_for_each_reason(locale: str, reason: str, text: str) -> None:
     """A question that ended without an answer says why, in the ask's locale."""
-    assert summary_text("no_answer", reason, {"status": "no_answer"}, locale) == text
+    rec = record_of([DEPLOY], status="no_answer", reason=reason, locale=locale)
+    assert summary_text(rec) == text
 
 
 ANSWERED = orjson.loads(result_json({"deploy_target": ["Staging (Recommended)"],
@@ -344,9 +347,16 @@ ANSWERED = orjson.loads(result_json({"deploy_target": ["Staging (Recommended)"],
     [("en", "Answered: "), ("tr", "Cevaplandı: "), ("hi", "उत्तर दिया गया: ")],
 )
 def test_summary_lists_answers(locale: str, prefix: str) -> None:
-    """An answered question becomes `Answered: <labels>` with free text echoed by default."""
-    text = summary_text("answered", None, ANSWERED, locale, questions=[DEPLOY, AREAS])
-    assert text == prefix + "Staging (Recommended), Auth, please also fuzz"
+    """One answered question becomes `Answered: <labels>`, free text echoed by default."""
+    rec = record_of([AREAS], status="answered", result=ANSWERED, locale=locale)
+    assert summary_text(rec) == prefix + "Auth, please also fuzz"
+
+
+def test_summary_of_several_questions_names_each() -> None:
+    """Several answered questions say which answer belongs to which: `Header: labels`."""
+    rec = record_of([DEPLOY, AREAS], status="answered", result=ANSWERED)
+    assert summary_text(rec) == (
+        "Answered: Deploy: Staging (Recommended) · Areas: Auth, please also fuzz")
 
 
 @pytest.mark.parametrize(
@@ -355,9 +365,9 @@ def test_summary_lists_answers(locale: str, prefix: str) -> None:
 )
 def test_summary_hides_free_text_in_group_chats(locale: str, placeholder: str) -> None:
     """With echo_free_text=False free text is a placeholder; declared labels still show."""
-    text = summary_text("answered", None, ANSWERED, locale, echo_free_text=False,
-                        questions=[DEPLOY, AREAS])
-    assert text.endswith(f": Staging (Recommended), Auth, {placeholder}")
+    rec = record_of([DEPLOY, AREAS], status="answered", result=ANSWERED, locale=locale)
+    text = summary_text(rec, echo_free_text=False)
+    assert text.endswith(f": Staging (Recommended) · Areas: Auth, {placeholder}")
     assert "please also fuzz" not in text
 
 

@@ -9,6 +9,8 @@ from askgate.record import new_question_id
 from askgate_telegram import render
 from askgate_telegram.render import Tap
 
+from tests.support.records import record_of
+
 
 def question(multi: bool = False, n: int = 4, label_len: int = 10) -> QuestionIn:
     return QuestionIn.model_validate({
@@ -65,5 +67,6 @@ def test_other_prompt_mentions_user_without_username_by_entity() -> None:
 def test_group_summary_hides_free_text() -> None:
     """A group summary shows declared labels but not the human's own words."""
     result = {"status": "answered", "answers": {"answers": {"deploy_target": ["my own"]}}}
-    text = render.summary("answered", None, result, "en", [question()], private_chat=False)
+    rec = record_of([question()], status="answered", result=result)
+    text = render.summary(rec, private_chat=False)
     assert text == "Answered: (your answer)"

@@ -3,8 +3,9 @@
 It creates the consumer group on every shard's stream idempotently, reads new entries
 with XREADGROUP (bounded block), reclaims entries a dead consumer left pending with
 XAUTOCLAIM, and XACKs an entry only after its handler returned. Entries of one question
-are handled in order; different questions concurrently. A worker implements only
-`handle(event)`.
+are handled in order; different questions concurrently, up to `max_in_flight` at once,
+and the loop keeps reading while handlers run: one slow handler holds only its own
+question's entries. A worker implements only `handle(event)`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError, ResponseError
 
 from askgate import keys
+from askgate.events import QuestionEvent, parse_event
 
 log = structlog.get_logger("askgate.consumer")
 
@@ -48,6 +50,11 @@ class Event:
     def shard(self) -> int:
         return keys.shard_of(self.question_id)
 
+    @property
+    def payload(self) -> QuestionEvent | None:
+        """The typed event (None for a type this version does not know)."""
+        return parse_event(self.fields)
+
 
 Handler = Callable[[Event], Awaitable[None]]
 
@@ -65,6 +72,7 @@ class StreamConsumer:
         claim_idle_ms: int = 30_000,
         claim_every_s: float = 5.0,
         grace_s: float = 10.0,
+        max_in_flight: int = 256,
     ) -> None:
         self.redis = redis
         self.channel = channel
@@ -76,8 +84,17 @@ class StreamConsumer:
         self.claim_idle_ms = claim_idle_ms
         self.claim_every_s = claim_every_s
         self.grace_s = grace_s
+        self.max_in_flight = max_in_flight
         self.streams = keys.all_events(channel)
         self._last_claim = 0.0
+        # Per question: its entries not yet handled, in order, and the task handling them.
+        self._queues: dict[str, list[Event]] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._in_flight: dict[str, str] = {}  # entry id → stream, taken and not yet done
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._in_flight)
 
     async def ensure_groups(self) -> None:
         for stream in self.streams:
@@ -92,26 +109,68 @@ class StreamConsumer:
     async def run(self, stop: asyncio.Event) -> None:
         log.info("consumer.started", channel=self.channel, consumer=self.consumer)
         groups_ready = False
-        while not stop.is_set():
-            try:
-                if not groups_ready:
-                    await self.ensure_groups()
-                    groups_ready = True
-                if time.monotonic() - self._last_claim >= self.claim_every_s:
-                    self._last_claim = time.monotonic()
-                    await self.process(await self.reclaim())
-                batch = await self.read()
-                await self.process(batch)
-            except (RedisError, OSError) as exc:
-                groups_ready = False
-                log.warning("consumer.redis_error", channel=self.channel, error=str(exc))
-                await asyncio.sleep(ERROR_BACKOFF_S)
+        try:
+            while not stop.is_set():
+                try:
+                    if not groups_ready:
+                        await self.ensure_groups()
+                        groups_ready = True
+                    if time.monotonic() - self._last_claim >= self.claim_every_s:
+                        self._last_claim = time.monotonic()
+                        await self.touch_in_flight()
+                        self.dispatch(await self.reclaim())
+                    room = self.max_in_flight - len(self._in_flight)
+                    if room <= 0:
+                        await self._wait_for_room()
+                        continue
+                    self.dispatch(await self.read(min(self.count, room)))
+                except (RedisError, OSError) as exc:
+                    groups_ready = False
+                    log.warning("consumer.redis_error", channel=self.channel, error=str(exc))
+                    await asyncio.sleep(ERROR_BACKOFF_S)
+        finally:
+            await self.drain()
         log.info("consumer.stopped", channel=self.channel, consumer=self.consumer)
 
-    async def read(self) -> list[Event]:
+    async def _wait_for_room(self) -> None:
+        tasks = list(self._tasks.values())
+        if tasks:
+            await asyncio.wait(tasks, timeout=self.block_ms / 1000,
+                               return_when=asyncio.FIRST_COMPLETED)
+
+    async def drain(self) -> None:
+        """Give the handlers in flight `grace_s` to finish, then cancel them: their
+        entries stay pending and another consumer reclaims them."""
+        tasks = list(self._tasks.values())
+        if not tasks:
+            return
+        _, late = await asyncio.wait(tasks, timeout=self.grace_s)
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
+
+    def dispatch(self, events: list[Event]) -> None:
+        """Start handling `events`: in order per question, concurrently across them."""
+        for ev in events:
+            if ev.entry_id in self._in_flight:
+                continue  # reclaimed from ourselves while still being handled
+            self._in_flight[ev.entry_id] = ev.stream
+            self._queues.setdefault(ev.question_id, []).append(ev)
+            if ev.question_id not in self._tasks:
+                self._tasks[ev.question_id] = asyncio.create_task(
+                    self._handle_question(ev.question_id))
+
+    async def process(self, events: list[Event]) -> None:
+        """Handle `events` and wait until they are done (tests and one-shot callers)."""
+        self.dispatch(events)
+        tasks = [self._tasks[q] for q in {ev.question_id for ev in events} if q in self._tasks]
+        if tasks:
+            await asyncio.wait(tasks)
+
+    async def read(self, count: int | None = None) -> list[Event]:
         reply = await self.redis.xreadgroup(
             self.group, self.consumer, dict.fromkeys(self.streams, ">"),
-            count=self.count, block=self.block_ms,
+            count=count or self.count, block=self.block_ms,
         )
         return [
             self._event(stream, entry_id, fields)
@@ -119,6 +178,16 @@ class StreamConsumer:
             for entry_id, fields in entries
             if fields
         ]
+
+    async def touch_in_flight(self) -> None:
+        """Reset the idle time of the entries this consumer is still handling (XCLAIM
+        JUSTID does not count a delivery), so that nobody reclaims them, and so a long
+        handling is not taken for a dead one."""
+        by_stream: dict[str, list[str]] = {}
+        for entry_id, stream in self._in_flight.items():
+            by_stream.setdefault(stream, []).append(entry_id)
+        for stream, ids in by_stream.items():
+            await self.redis.xclaim(stream, self.group, self.consumer, 0, ids, justid=True)
 
     async def reclaim(self) -> list[Event]:
         """Entries pending longer than claim_idle_ms on any consumer (a dead one)."""
@@ -155,33 +224,40 @@ class StreamConsumer:
                 alive.append(ev)
         return alive
 
-    async def process(self, events: list[Event]) -> None:
-        if not events:
-            return
-        by_question: dict[str, list[Event]] = {}
-        for ev in events:
-            by_question.setdefault(ev.question_id, []).append(ev)
-        tasks = [asyncio.create_task(self._handle_in_order(evs)) for evs in by_question.values()]
-        _done, pending = await asyncio.wait(tasks, timeout=None)
-        for t in pending:  # pragma: no cover - wait without timeout leaves none
-            t.cancel()
+    async def _handle_question(self, question_id: str) -> None:
+        queue = self._queues[question_id]
+        try:
+            while queue:
+                ev = queue[0]
+                if not await self._handle(ev):
+                    # Left pending: it and this question's later entries are retried
+                    # together, in order, when reclaimed.
+                    break
+                queue.pop(0)
+                self._in_flight.pop(ev.entry_id, None)
+        finally:
+            for ev in queue:
+                self._in_flight.pop(ev.entry_id, None)
+            del self._queues[question_id]
+            del self._tasks[question_id]
 
-    async def _handle_in_order(self, events: list[Event]) -> None:
-        for ev in events:
-            try:
-                await self.handler(ev)
-            except asyncio.CancelledError:
-                raise
-            except RetryLater as exc:
-                log.info("consumer.retry_later", channel=self.channel,
-                         question_id=ev.question_id, type=ev.type, why=str(exc))
-                return  # left pending; later events of this question wait, in order
-            except Exception as exc:  # left pending: reclaimed and retried, in order
-                log.exception("consumer.handler_failed", channel=self.channel,
-                              question_id=ev.question_id, type=ev.type, error=str(exc))
-                return  # later events of this question wait for the retry, in order
-            with contextlib.suppress(RedisError, OSError):
-                await self.redis.xack(ev.stream, self.group, ev.entry_id)
+    async def _handle(self, ev: Event) -> bool:
+        """Run the handler; XACK on success. False when the entry stays pending."""
+        try:
+            await self.handler(ev)
+        except asyncio.CancelledError:
+            raise
+        except RetryLater as exc:
+            log.info("consumer.retry_later", channel=self.channel,
+                     question_id=ev.question_id, type=ev.type, why=str(exc))
+            return False
+        except Exception as exc:  # left pending: reclaimed and retried, in order
+            log.exception("consumer.handler_failed", channel=self.channel,
+                          question_id=ev.question_id, type=ev.type, error=str(exc))
+            return False
+        with contextlib.suppress(RedisError, OSError):
+            await self.redis.xack(ev.stream, self.group, ev.entry_id)
+        return True
 
     def _event(self, stream: bytes | str, entry_id: bytes | str,
                fields: dict[bytes, bytes]) -> Event:

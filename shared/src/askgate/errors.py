@@ -89,3 +89,37 @@ class Unavailable(AskgateError):
 
 class ConfigError(AskgateError):
     code = "config_error"
+
+
+# -- chat platforms (raised by channel adapters, handled by askgate.channels) ------------
+
+
+class PlatformError(AskgateError):
+    """A chat platform refused or failed a call."""
+
+    code = "platform_error"
+    http_status = 502
+
+
+class PermanentError(PlatformError):
+    """Retrying the same call cannot succeed (chat not found, bot removed, bad token):
+    the target fails."""
+
+
+class TransientError(PlatformError):
+    """May pass later (5xx, an HTML error page, a dropped connection, a timeout).
+    `maybe_sent`: the request may have reached the platform before it failed."""
+
+    def __init__(self, message: str, *, maybe_sent: bool = False,
+                 retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.maybe_sent = maybe_sent
+        self.retry_after_s = retry_after_s
+
+
+class ThrottledError(TransientError):
+    """The platform said to wait `retry_after_s` (a 429): nothing happened."""
+
+    def __init__(self, message: str, retry_after_s: float) -> None:
+        super().__init__(message, retry_after_s=retry_after_s)
+        self.retry_after_s = retry_after_s

@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+from collections.abc import Callable
 
 import orjson
+import structlog
 from redis.asyncio import Redis
 
 from askgate import keys
@@ -19,32 +21,57 @@ from askgate.timeutil import now_ms
 
 HEALTH_EVERY_S = 5.0
 HEALTH_TTL_S = 20
+# A channel counts as served while a worker refreshed its live key this recently.
+CHANNEL_LIVE_TTL_MS = 15_000
+
+log = structlog.get_logger("askgate.health")
+
+# A process's own view of itself: None when well, else what is wrong (e.g. an inbound
+# loop that keeps failing). While it is unwell it stops beating, so `--check` fails.
+Problem = Callable[[], str | None]
 
 
 def instance_name() -> str:
     return os.environ.get("ASKGATE_INSTANCE") or socket.gethostname()
 
 
-async def beat(redis: Redis, service: str, **info: object) -> None:
-    doc = orjson.dumps({"pid": os.getpid(), "at": now_ms(), **info})
-    await redis.set(keys.health(service, instance_name()), doc, ex=HEALTH_TTL_S)
+async def beat(redis: Redis, service: str, channel: str | None = None) -> None:
+    """This process is alive (and, for a channel worker, its channel is served)."""
+    doc = orjson.dumps({"pid": os.getpid(), "at": now_ms()})
+    async with redis.pipeline(transaction=False) as pipe:
+        pipe.set(keys.health(service, instance_name()), doc, ex=HEALTH_TTL_S)
+        if channel is not None:
+            pipe.set(keys.channel_live(channel), now_ms(), px=CHANNEL_LIVE_TTL_MS)
+        await pipe.execute()
 
 
-async def beat_forever(redis: Redis, service: str, stop: asyncio.Event) -> None:
-    """Refresh the health key until `stop`, then remove it (a clean stop is not alive)."""
+async def beat_forever(redis: Redis, service: str, stop: asyncio.Event, *,
+                       channel: str | None = None, problem: Problem | None = None) -> None:
+    """Refresh the health key (and, for a channel worker, the channel's live key) until
+    `stop`, then remove the health key (a clean stop is not alive)."""
     while not stop.is_set():
+        trouble = problem() if problem is not None else None
         try:
-            await beat(redis, service)
-        except Exception:  # a missed beat shows as an expired key
-            pass
+            if trouble is None:
+                await beat(redis, service, channel)
+            else:
+                log.warning("health.unwell", service=service, problem=trouble)
+        except Exception as exc:  # a missed beat shows as an expired key
+            log.warning("health.beat_failed", service=service, error=str(exc))
         try:
             await asyncio.wait_for(stop.wait(), HEALTH_EVERY_S)
         except TimeoutError:
             pass
     try:
         await redis.delete(keys.health(service, instance_name()))
-    except Exception:  # the key expires by itself anyway
-        pass
+    except Exception as exc:  # the key expires by itself anyway
+        log.info("health.unregister_failed", service=service, error=str(exc))
+
+
+async def live_channels(redis: Redis, channels: list[str]) -> set[str]:
+    """The channels some worker beat for within CHANNEL_LIVE_TTL_MS."""
+    values = await redis.mget([keys.channel_live(ch) for ch in channels])
+    return {ch for ch, v in zip(channels, values, strict=True) if v is not None}
 
 
 async def check(redis_url: str, service: str) -> int:

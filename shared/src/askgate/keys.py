@@ -141,30 +141,43 @@ def health(service: str, instance: str) -> str:
     return f"{PREFIX}:health:{service}:{instance}"
 
 
-
-# -- Telegram worker (never in a script with question keys, so no shard tag) ---------------
-
-
-def telegram_chat(tenant_id: str, chat_id: str) -> str:
-    """ZSET of question ids whose prompt is shown in a chat, scored by delivery time (ms):
-    the chat's next message answers the newest one still pending."""
-    return f"{PREFIX}:tg:chat:{tenant_id}:{chat_id}"
+# -- channels ------------------------------------------------------------------------------
 
 
-def telegram_prompt(tenant_id: str, chat_id: str, message_id: int | str) -> str:
-    """STRING `<question id> <target index> <kind>` for a message the bot sent (the
-    prompt or an "Other…" ForceReply), so a reply to it finds its question."""
-    return f"{PREFIX}:tg:msg:{tenant_id}:{chat_id}:{message_id}"
+def undelivered(shard: int) -> str:
+    """ZSET `<question id>|<target index>|<channel>` → when that target must have been
+    shown (ms): a target still pending then, on a channel with no live worker, fails
+    (the sweeper's watchdog). Entries leave when the target is settled."""
+    return f"{tag(shard)}:undelivered"
 
 
-def telegram_update(bot_id: int | str, update_id: int | str) -> str:
-    """Marker of a handled update (Telegram retries webhooks; dedupe by update_id)."""
-    return f"{PREFIX}:tg:upd:{bot_id}:{update_id}"
+def channel_live(channel: str) -> str:
+    """STRING, set with a short TTL by every live worker of a channel. One tag for all
+    channels, so the API reads them in one MGET, on a cluster too."""
+    return f"{PREFIX}:{{live}}:{channel}"
 
 
-def telegram_selection(question_id: str, target_index: int) -> str:
-    """SET of option indexes ticked on a multi-select prompt's keyboard."""
-    return f"{PREFIX}:tg:sel:{question_id}:{target_index}"
+def prompt_ref(channel: str, tenant_id: str, destination: str, message: str) -> str:
+    """STRING `<question id> <target index> <kind>` for a message a worker sent (the
+    prompt, or a free-text request), so a reply to it finds its question."""
+    return f"{PREFIX}:ch:{channel}:msg:{tenant_id}:{destination}:{message}"
+
+
+def destination_prompts(channel: str, tenant_id: str, destination: str) -> str:
+    """ZSET of question ids whose prompt is shown at a destination (a chat), scored by
+    delivery time (ms): what a plain message there may answer."""
+    return f"{PREFIX}:ch:{channel}:dest:{tenant_id}:{destination}"
+
+
+def inbound_seen(channel: str, scope: str, event_id: str) -> str:
+    """Marker of a handled platform event (platforms retry: dedupe by their event id)."""
+    return f"{PREFIX}:ch:{channel}:seen:{scope}:{event_id}"
+
+
+def selection(question_id: str, target_index: int) -> str:
+    """SET of option indexes ticked on a multi-select prompt (chat platforms without a
+    native multi-select control)."""
+    return f"{PREFIX}:ch:sel:{question_id}:{target_index}"
 
 
 # The Lua side of the names above, for scripts that find a question's related keys from

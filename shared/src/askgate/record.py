@@ -9,16 +9,19 @@ import os
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import orjson
+from pydantic import TypeAdapter
 
 from askgate import keys
-from askgate.models import Delivery, QuestionIn, QuestionPublic
-from askgate.status import Reason, Status
+from askgate.models import Delivery, QuestionIn, QuestionPublic, Responder, Target
+from askgate.status import DeliveryState, Reason, Status
 from askgate.timeutil import iso
 
 NO_ANSWER = orjson.dumps({"status": "no_answer"})
+TARGETS: TypeAdapter[list[Target]] = TypeAdapter(list[Target])
 
 
 def result_json(answers: Mapping[str, list[str]]) -> bytes:
@@ -41,9 +44,26 @@ def new_question_id(
     return f"q{shard:02x}{token}"
 
 
+@dataclass(frozen=True)
+class DeliveryInfo:
+    """One target's delivery as the ledger recorded it (see askgate.ledger)."""
+
+    index: int
+    target: Target
+    state: DeliveryState
+    error: str | None
+    ref: dict[str, Any]
+    at: str | None
+    attempts: int
+    summary: str | None  # set once the prompt was turned into its summary
+
+
 @dataclass
 class Record:
-    """A question as stored: the hash's fields, decoded."""
+    """A question as stored, parsed once: typed properties over the stored fields `f`.
+
+    Only the store layer (store.py, ledger.py, this module) reads `f`; services use the
+    properties."""
 
     id: str
     f: dict[str, str]
@@ -61,6 +81,10 @@ class Record:
         return Status(self.f["status"])
 
     @property
+    def pending(self) -> bool:
+        return self.f["status"] == Status.PENDING
+
+    @property
     def reason(self) -> Reason | None:
         return Reason(self.f["reason"]) if self.f.get("reason") else None
 
@@ -69,12 +93,37 @@ class Record:
         return self.f.get("locale") or "en"
 
     @property
+    def run_id(self) -> str | None:
+        return self.f.get("run") or None
+
+    @property
+    def created_ms(self) -> int:
+        return int(self.f["created"])
+
+    @property
+    def expires_ms(self) -> int:
+        return int(self.f["expires"])
+
+    @property
+    def callback_url(self) -> str | None:
+        return self.f.get("callback") or None
+
+    @cached_property
     def questions(self) -> list[QuestionIn]:
         return [QuestionIn.model_validate(q) for q in orjson.loads(self.f["doc"])]
 
+    @cached_property
+    def targets(self) -> list[Target]:
+        return TARGETS.validate_json(self.f.get("targets") or "[]")
+
+    def targets_of(self, channel: str) -> list[tuple[int, Target]]:
+        """(index, target) of every target on `channel`, in declared order."""
+        return [(i, tg) for i, tg in enumerate(self.targets) if tg.channel == channel]
+
     @property
-    def targets(self) -> list[dict[str, Any]]:
-        return list(orjson.loads(self.f.get("targets") or "[]"))
+    def responder(self) -> Responder | None:
+        raw = self.f.get("responder")
+        return Responder.model_validate_json(raw) if raw else None
 
     @property
     def result(self) -> dict[str, Any] | None:
@@ -83,9 +132,24 @@ class Record:
             return dict(orjson.loads(raw))
         return {"status": "no_answer"} if self.f.get("status") == Status.NO_ANSWER else None
 
+    def delivery(self, index: int) -> DeliveryInfo:
+        f = self.f
+        raw = f.get(f"d:{index}")
+        d = orjson.loads(raw) if raw else {}
+        return DeliveryInfo(
+            index=index,
+            target=self.targets[index],
+            state=DeliveryState(f.get(f"ds:{index}", "pending")),
+            error=d.get("error"),
+            ref=dict(d.get("ref") or {}),
+            at=d.get("at"),
+            attempts=int(f.get(f"n:{index}") or 0),
+            summary=f.get(f"s:{index}") or None,
+        )
+
     def delivery_dicts(self) -> list[dict[str, Any]]:
         out = []
-        for i, target in enumerate(self.targets):
+        for i, target in enumerate(orjson.loads(self.f.get("targets") or "[]")):
             raw = self.f.get(f"d:{i}")
             d = orjson.loads(raw) if raw else {"status": self.f.get(f"ds:{i}", "pending")}
             out.append({"target": target, "status": d.get("status", "pending"),

@@ -3,11 +3,12 @@ reply guidance, and the one-line summary a prompt becomes when its question ends
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from askgate.i18n import t
 from askgate.models import QuestionIn
+from askgate.record import Record
+from askgate.status import Status
 
 
 def guidance(questions: Sequence[QuestionIn], locale: str) -> str:
@@ -41,27 +42,26 @@ def prompt_text(questions: Sequence[QuestionIn], locale: str, *, limit: int = 40
     return text
 
 
-def summary_text(
-    status: str,
-    reason: str | None,
-    result: Mapping[str, Any] | None,
-    locale: str,
-    *,
-    echo_free_text: bool = True,
-    questions: Sequence[QuestionIn] = (),
-) -> str:
-    """`Answered: <labels>`, `Expired`, `Cancelled`, `Skipped`… in the ask's locale.
+def summary_text(rec: Record, *, echo_free_text: bool = True, locale: str | None = None) -> str:
+    """What a prompt becomes when its question ends, in the ask's locale: `Answered:
+    <labels>` (with several questions, `Answered: Region: EU · Size: Large`), `Expired`,
+    `Cancelled`, `Skipped`…
 
     With echo_free_text=False (group chats) an answer that is not a declared label is
-    shown as a placeholder, so what a person typed is not repeated to the room."""
-    if status == "answered" and result:
-        declared = {o.label for q in questions for o in q.options}
-        labels: list[str] = []
-        for values in result.get("answers", {}).get("answers", {}).values():
-            for v in values:
-                if echo_free_text or v in declared:
-                    labels.append(v)
-                else:
-                    labels.append(t(locale, "free_text"))
-        return t(locale, "answered", labels=", ".join(labels))
-    return t(locale, f"summary_{reason or 'timeout'}")
+    shown as a placeholder, so what a person typed is not repeated to the room. `locale`
+    overrides the ask's (a page shown in another language)."""
+    result = rec.result
+    locale = locale or rec.locale
+    if rec.status == Status.ANSWERED and result:
+        answers = result.get("answers", {}).get("answers", {})
+        parts: list[str] = []
+        for q in rec.questions:
+            declared = {o.label for o in q.options}
+            values = [v if echo_free_text or v in declared else t(locale, "free_text")
+                      for v in answers.get(q.id, [])]
+            parts.append(", ".join(values))
+        if len(rec.questions) > 1:
+            parts = [f"{q.header}: {part}" for q, part in zip(rec.questions, parts, strict=True)]
+        return t(locale, "answered", labels=" · ".join(parts))
+    reason = rec.reason.value if rec.reason else "timeout"
+    return t(locale, f"summary_{reason}")

@@ -9,16 +9,22 @@ tag, so every key it touches is in the question's slot.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Set
+from enum import StrEnum
+from typing import TypeVar
+
 from askgate.keys import LUA_KEYS
-from askgate.status import TRANSITIONS
+from askgate.status import DELIVERY_TRANSITIONS, TRANSITIONS
+
+E = TypeVar("E", bound=StrEnum)
 
 
-def _allowed_table() -> str:
+def _lua_table(name: str, table: Mapping[E, Set[E]]) -> str:
     rows = []
-    for cur, nxt in TRANSITIONS.items():
+    for cur, nxt in table.items():
         inner = ", ".join(f"['{s.value}'] = true" for s in sorted(nxt))
         rows.append(f"['{cur.value}'] = {{{inner}}}")
-    return "local ALLOWED = {" + ", ".join(rows) + "}\n"
+    return f"local {name} = {{" + ", ".join(rows) + "}\n"
 
 
 # resolve(): the one final transition. Writes the status, result and reason, keeps the
@@ -27,7 +33,8 @@ def _allowed_table() -> str:
 # can observe the new state without the notification having been sent.
 _RESOLVE = (
     LUA_KEYS
-    + _allowed_table()
+    + _lua_table("ALLOWED", TRANSITIONS)
+    + _lua_table("DELIVERY_ALLOWED", DELIVERY_TRANSITIONS)
     + """
 local function extend(key, ms)
   ms = tonumber(ms)
@@ -47,6 +54,16 @@ local function streams_of(P, channels)
     STREAMS[cache_key] = out
   end
   return out
+end
+
+-- True when every one of the question's n targets has failed: nothing can show it.
+local function all_failed(qkey, n)
+  n = tonumber(n or '0')
+  if n == 0 then return false end
+  for i = 0, n - 1 do
+    if redis.call('HGET', qkey, 'ds:' .. i) ~= 'failed' then return false end
+  end
+  return true
 end
 
 -- in_due: also leave the due set and the run set (a sweep removes its whole batch from
@@ -85,8 +102,8 @@ local function resolve(qkey, id, status, reason, result, responder, now, keep_ms
     if f[4] and f[4] ~= '' then redis.call('ZREM', k_run(P, f[2], f[4]), id) end
   end
   for _, stream in ipairs(streams_of(P, f[5] or '')) do
-    redis.call('XADD', stream, 'MAXLEN', '~', maxlen, '*',
-               'type', 'question.resolved', 'id', id, 'status', status, 'reason', reason)
+    redis.call('XADD', stream, 'MAXLEN', '~', maxlen, '*', 'type', 'question.resolved',
+               'id', id, 'tenant', f[2], 'session', f[3], 'status', status, 'reason', reason)
   end
   redis.call('PUBLISH', rk, result)
   return {'ok', f[2]}
@@ -98,10 +115,13 @@ CREATE = (
     _RESOLVE
     + """
 -- KEYS[1] question hash   KEYS[2] session hash   KEYS[3] due zset   KEYS[4] run zset
--- KEYS[5] the question's doc (static part)   KEYS[6..] one event stream per channel
+-- KEYS[5] the question's doc (static part)   KEYS[6] the shard's undelivered zset
+-- KEYS[7..] one event stream per channel
 -- ARGV[1] id  ARGV[2] expires_ms  ARGV[3] now_ms  ARGV[4] keep_ms (TTL of hash and doc)
 -- ARGV[5] stream maxlen  ARGV[6] has_run ('1'|'0')  ARGV[7] doc bytes
--- ARGV[8..] the hash's field/value pairs
+-- ARGV[8] tenant  ARGV[9] session  ARGV[10] n: how many undelivered entries follow
+-- ARGV[11 .. 10+2n] undelivered score/member pairs (a chat target's show-by deadline)
+-- ARGV[11+2n ..] the hash's field/value pairs
 -- Returns {'created'} | {'replay'} | {'busy', pending_id}
 if redis.call('EXISTS', KEYS[1]) == 1 then return {'replay'} end
 local now, expires, keep = tonumber(ARGV[3]), tonumber(ARGV[2]), tonumber(ARGV[4])
@@ -120,7 +140,8 @@ for i = 1, #fields, 2 do
   end
 end
 if #stale > 0 then redis.call('HDEL', KEYS[2], unpack(stale)) end
-redis.call('HSET', KEYS[1], unpack(ARGV, 8))
+local nwatch = tonumber(ARGV[10])
+redis.call('HSET', KEYS[1], unpack(ARGV, 11 + 2 * nwatch))
 redis.call('PEXPIRE', KEYS[1], keep)
 redis.call('SET', KEYS[5], ARGV[7], 'PX', keep)
 redis.call('HSET', KEYS[2], 'p:' .. ARGV[1], ARGV[2], ARGV[1], ARGV[3])
@@ -131,9 +152,10 @@ if ARGV[6] == '1' then
   redis.call('ZADD', KEYS[4], expires, ARGV[1])
   extend(KEYS[4], keep)
 end
-for i = 6, #KEYS do
-  redis.call('XADD', KEYS[i], 'MAXLEN', '~', ARGV[5], '*',
-             'type', 'question.created', 'id', ARGV[1])
+if nwatch > 0 then redis.call('ZADD', KEYS[6], unpack(ARGV, 11, 10 + 2 * nwatch)) end
+for i = 7, #KEYS do
+  redis.call('XADD', KEYS[i], 'MAXLEN', '~', ARGV[5], '*', 'type', 'question.created',
+             'id', ARGV[1], 'tenant', ARGV[8], 'session', ARGV[9])
 end
 return {'created'}
 """
@@ -193,33 +215,162 @@ return out
 """
 )
 
-DELIVERY = (
-    _RESOLVE
-    + """
--- KEYS[1] question hash   KEYS[2] its deliveries hash
--- ARGV[1] id  ARGV[2] target index  ARGV[3] state (sending|delivered|failed)
--- ARGV[4] delivery JSON  ARGV[5] expected current state ('' = any)  ARGV[6] now_ms
--- ARGV[7] keep_ms  ARGV[8] stream maxlen  ARGV[9] the no_answer result JSON
--- Records one target's delivery (a compare-and-set on its state, so two consumers
--- cannot both claim it). When every target has failed and none can show the question,
--- the question ends as no_answer/delivery_failed.
--- Returns {'ok', ended ('1'|'0')} | {'conflict', current state} | {'missing'}
-local f = redis.call('HMGET', KEYS[1], 'status', 'ntargets', 'ds:' .. ARGV[2])
-if not f[1] then return {'missing'} end
-local cur = f[3] or 'pending'
-if ARGV[5] ~= '' and cur ~= ARGV[5] then return {'conflict', cur} end
-redis.call('HSET', KEYS[1], 'ds:' .. ARGV[2], ARGV[3])
-redis.call('HSET', KEYS[2], 'd:' .. ARGV[2], ARGV[4])
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end  -- it lives as long as the question
-if ARGV[3] ~= 'failed' or f[1] ~= 'pending' then return {'ok', '0'} end
-local n = tonumber(f[2] or '0')
-for i = 0, n - 1 do
-  if redis.call('HGET', KEYS[1], 'ds:' .. i) ~= 'failed' then return {'ok', '0'} end
+# The delivery ledger (askgate.ledger). Per target i: its state `ds:<i>` in the question
+# hash (short, so the hash stays a listpack); in the deliveries hash its JSON `d:<i>`
+# (what the resource shows), claim count `n:<i>`, lease `l:<i>` = `<until ms>:<owner>`
+# and summary mark `s:<i>`. Every change follows DELIVERY_ALLOWED.
+_LEDGER = """
+local function lease_of(dkey, i)
+  local raw = redis.call('HGET', dkey, 'l:' .. i)
+  if not raw then return 0, '' end
+  local sep = string.find(raw, ':', 1, true)
+  return tonumber(string.sub(raw, 1, sep - 1)), string.sub(raw, sep + 1)
 end
-local r = resolve(KEYS[1], ARGV[1], 'no_answer', 'delivery_failed', ARGV[9], '', ARGV[6],
-                  ARGV[7], ARGV[8], true)
-return {'ok', r[1] == 'ok' and '1' or '0'}
+
+-- The deliveries hash lives as long as the question hash.
+local function same_ttl(qkey, dkey)
+  local ttl = redis.call('PTTL', qkey)
+  if ttl > 0 then redis.call('PEXPIRE', dkey, ttl) end
+end
+
+-- Set target i to `state` with its JSON. A failure that leaves no target able to show a
+-- pending question ends it as no_answer/delivery_failed. Returns '1' if it ended.
+local function settle(qkey, dkey, wkey, id, i, state, doc, member, now, keep, maxlen,
+                      no_answer)
+  redis.call('HSET', qkey, 'ds:' .. i, state)
+  redis.call('HSET', dkey, 'd:' .. i, doc)
+  redis.call('HDEL', dkey, 'l:' .. i)
+  same_ttl(qkey, dkey)
+  if state ~= 'pending' and member ~= '' then redis.call('ZREM', wkey, member) end
+  if state ~= 'failed' then return '0' end
+  local f = redis.call('HMGET', qkey, 'status', 'ntargets')
+  if f[1] ~= 'pending' or not all_failed(qkey, f[2]) then return '0' end
+  local r = resolve(qkey, id, 'no_answer', 'delivery_failed', no_answer, '', now, keep,
+                    maxlen, true)
+  return r[1] == 'ok' and '1' or '0'
+end
+"""
+
+CLAIM = (
+    _RESOLVE
+    + _LEDGER
+    + """
+-- KEYS[1] question hash   KEYS[2] its deliveries hash   KEYS[3] the shard's undelivered zset
+-- ARGV[1] target index  ARGV[2] now_ms  ARGV[3] lease_ms  ARGV[4] owner
+-- ARGV[5] on a claim whose lease ran out: 'resend' (take it over) | 'assume' (count the
+--         prompt as shown: the platform may have it and cannot say)
+-- ARGV[6] the sending JSON  ARGV[7] the assumed-delivered JSON  ARGV[8] undelivered member
+-- Returns {'claimed', attempt} | {'busy', lease ms left} | {'assumed'} | {'done', state}
+--       | {'ended', status} | {'missing'}
+local i = ARGV[1]
+local f = redis.call('HMGET', KEYS[1], 'status', 'ds:' .. i)
+if not f[1] then return {'missing'} end
+local cur = f[2] or 'pending'
+if not DELIVERY_ALLOWED[cur]['sending'] then return {'done', cur} end
+if f[1] ~= 'pending' then return {'ended', f[1]} end
+local now = tonumber(ARGV[2])
+if cur == 'sending' then
+  local until_ms = lease_of(KEYS[2], i)
+  if until_ms > now then return {'busy', until_ms - now} end
+  if ARGV[5] == 'assume' then
+    settle(KEYS[1], KEYS[2], KEYS[3], '', i, 'delivered', ARGV[7], ARGV[8], now, 0, 0, '')
+    return {'assumed'}
+  end
+end
+redis.call('HSET', KEYS[1], 'ds:' .. i, 'sending')
+local n = redis.call('HINCRBY', KEYS[2], 'n:' .. i, 1)
+redis.call('HSET', KEYS[2], 'd:' .. i, ARGV[6],
+           'l:' .. i, (now + tonumber(ARGV[3])) .. ':' .. ARGV[4])
+same_ttl(KEYS[1], KEYS[2])
+return {'claimed', n}
+"""
+)
+
+SETTLE = (
+    _RESOLVE
+    + _LEDGER
+    + """
+-- KEYS[1] question hash   KEYS[2] its deliveries hash   KEYS[3] the shard's undelivered zset
+-- ARGV[1] id  ARGV[2] target index  ARGV[3] new state  ARGV[4] its JSON
+-- ARGV[5] owner: only the holder of the claim may settle it ('' = not a claim's end)
+-- ARGV[6] expected current state ('' = any allowed)  ARGV[7] undelivered member
+-- ARGV[8] now_ms  ARGV[9] keep_ms  ARGV[10] stream maxlen  ARGV[11] no_answer result
+-- ARGV[12] going back to pending: claims allowed before the target fails (0 = no limit)
+-- ARGV[13] the failed JSON used then  ARGV[14] '1' when this claim does not count (the
+--          platform said "later", e.g. a 429)
+-- Returns {'ok', state, ended ('1'|'0')} | {'conflict', current state} | {'missing'}
+local i, state = ARGV[2], ARGV[3]
+local cur = redis.call('HGET', KEYS[1], 'ds:' .. i)
+if not cur then
+  if redis.call('EXISTS', KEYS[1]) == 0 then return {'missing'} end
+  cur = 'pending'
+end
+if ARGV[6] ~= '' and cur ~= ARGV[6] then return {'conflict', cur} end
+if not DELIVERY_ALLOWED[cur][state] then return {'conflict', cur} end
+if ARGV[5] ~= '' then
+  local _, owner = lease_of(KEYS[2], i)
+  if owner ~= ARGV[5] then return {'conflict', cur} end
+end
+local doc = ARGV[4]
+if state == 'pending' then
+  local n
+  if ARGV[14] == '1' then
+    n = redis.call('HINCRBY', KEYS[2], 'n:' .. i, -1)
+  else
+    n = tonumber(redis.call('HGET', KEYS[2], 'n:' .. i) or '0')
+  end
+  local limit = tonumber(ARGV[12])
+  if limit > 0 and n >= limit then state, doc = 'failed', ARGV[13] end
+end
+local ended = settle(KEYS[1], KEYS[2], KEYS[3], ARGV[1], i, state, doc, ARGV[7],
+                     ARGV[8], ARGV[9], ARGV[10], ARGV[11])
+return {'ok', state, ended}
+"""
+)
+
+MARK_SUMMARY = """
+-- KEYS[1] question hash   KEYS[2] its deliveries hash
+-- ARGV[1] target index  ARGV[2] outcome ('done' | 'failed')
+-- Marks target i's prompt as turned into its summary, once. Returns 1 if this call did.
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+return redis.call('HSETNX', KEYS[2], 's:' .. ARGV[1], ARGV[2])
+"""
+
+WATCHDOG = (
+    _RESOLVE
+    + _LEDGER
+    + """
+-- KEYS[1] a shard's undelivered zset (`<id>|<target index>|<channel>` → show-by ms)
+-- ARGV[1] now_ms  ARGV[2] batch size  ARGV[3] grace_ms  ARGV[4] live channels ('a,b,')
+-- ARGV[5] keep_ms  ARGV[6] stream maxlen  ARGV[7] no_answer result  ARGV[8] now (ISO)
+-- A target still not shown by its deadline fails when no worker of its channel is
+-- live (a live worker may be waiting out a rate limit: it gets grace_ms more).
+-- Returns {failed, ended, taken}.
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
+if #due == 0 then return {0, 0, 0} end
+local P = k_prefix(KEYS[1])
+local now = tonumber(ARGV[1])
+local failed, ended = 0, 0
+for _, member in ipairs(due) do
+  local id, i, ch = string.match(member, '^([^|]+)|(%d+)|(.+)$')
+  local qkey = k_question(P, id)
+  local f = redis.call('HMGET', qkey, 'status', 'ds:' .. i)
+  local cur = f[2] or 'pending'
+  if f[1] ~= 'pending' or not DELIVERY_ALLOWED[cur]['failed'] then
+    redis.call('ZREM', KEYS[1], member)
+  elseif string.find(ARGV[4], ',' .. ch .. ',', 1, true) then
+    redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), member)
+  else
+    local doc = cjson.encode({status = 'failed', at = ARGV[8], ref = cjson.null,
+                              error = 'no live askgate-' .. ch .. ' worker'})
+    failed = failed + 1
+    if settle(qkey, k_deliveries(P, id), KEYS[1], id, i, 'failed', doc, member, now,
+              ARGV[5], ARGV[6], ARGV[7]) == '1' then
+      ended = ended + 1
+    end
+  end
+end
+return {failed, ended, #due}
 """
 )
 

@@ -42,6 +42,10 @@ class Settings(BaseSettings):
     tenant_max_pending: int = Field(1000, ge=1)
     tenant_asks_per_s: int = Field(50, ge=1)
 
+    # A chat target not shown this long after its ask, while its channel has no live
+    # worker, fails (when no other target can show the ask, it ends delivery_failed).
+    channel_grace_s: int = Field(30, ge=1)
+
     stream_maxlen: int = Field(100_000, ge=1000)
     sweep_interval_ms: int = Field(200, ge=10)
     sweep_batch: int = Field(500, ge=1, le=10_000)

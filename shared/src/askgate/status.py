@@ -36,3 +36,25 @@ FINAL = frozenset(s for s, nxt in TRANSITIONS.items() if not nxt)
 
 def can_transition(current: Status, new: Status) -> bool:
     return new in TRANSITIONS[current]
+
+
+class DeliveryState(StrEnum):
+    """One target's delivery (the ledger, `askgate.ledger`)."""
+
+    PENDING = "pending"  # not shown yet; a worker may claim it
+    SENDING = "sending"  # claimed by a worker with a lease, the platform call in flight
+    DELIVERED = "delivered"  # shown (the platform's message ref recorded, or assumed)
+    FAILED = "failed"  # cannot be shown; when every target failed the question ends
+
+
+# A web target is delivered at creation (the Control UI can always show it). A claim whose
+# lease ran out is taken over (sending → sending) or assumed shown (sending → delivered).
+DELIVERY_TRANSITIONS: dict[DeliveryState, frozenset[DeliveryState]] = {
+    DeliveryState.PENDING: frozenset({DeliveryState.SENDING, DeliveryState.FAILED}),
+    DeliveryState.SENDING: frozenset(
+        {DeliveryState.SENDING, DeliveryState.DELIVERED, DeliveryState.PENDING,
+         DeliveryState.FAILED}
+    ),
+    DeliveryState.DELIVERED: frozenset({DeliveryState.DELIVERED}),  # its ref completed later
+    DeliveryState.FAILED: frozenset(),
+}

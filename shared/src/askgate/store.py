@@ -8,7 +8,6 @@ arguments and turns its replies into records or askgate errors. Redis errors pro
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import orjson
 from redis.asyncio import Redis
@@ -17,6 +16,7 @@ from redis.commands.core import AsyncScript
 from askgate import keys, scripts
 from askgate.answers import canonical_answers, ended_message
 from askgate.errors import AlreadyFinal, NotFound, RateLimited, SessionBusy
+from askgate.ledger import Ledger, watch_member
 from askgate.models import QuestionCreate, Responder
 from askgate.parser import ParsedReply, parse_reply
 from askgate.record import (
@@ -39,11 +39,13 @@ class Store:
         self.settings = settings
         self.keep_ms = settings.result_ttl_s * 1000
         self.maxlen = settings.stream_maxlen
+        self.grace_ms = settings.channel_grace_s * 1000
         self._create: AsyncScript = redis.register_script(scripts.CREATE)
         self._resolve: AsyncScript = redis.register_script(scripts.RESOLVE)
         self._sweep: AsyncScript = redis.register_script(scripts.SWEEP)
         self._abort: AsyncScript = redis.register_script(scripts.ABORT_RUN)
-        self._delivery: AsyncScript = redis.register_script(scripts.DELIVERY)
+        self._watchdog: AsyncScript = redis.register_script(scripts.WATCHDOG)
+        self.ledger = Ledger(redis, settings)
         self._reserve: AsyncScript = redis.register_script(scripts.RESERVE)
 
     # -- reading -----------------------------------------------------------------------
@@ -123,9 +125,12 @@ class Store:
         *,
         max_pending: int | None = None,
         asks_per_s: int | None = None,
+        dead_channels: frozenset[str] = frozenset(),
     ) -> tuple[Record, bool]:
         """Store and publish an ask. Returns (record, created); created is False for an
-        idempotent replay of the same tool_call_id."""
+        idempotent replay of the same tool_call_id. Chat targets must be shown within
+        channel_grace_s while no worker of their channel is live, at once for the
+        `dead_channels` (see scripts.WATCHDOG)."""
         timeout_s = self.clamp_timeout(body.timeoutSeconds)
         now = now_ms()
         expires = now + timeout_s * 1000
@@ -172,9 +177,13 @@ class Store:
         # decode_doc restore the full shape.
         questions = [q.model_dump(mode="json", exclude_defaults=True) for q in body.questions]
         callback = str(body.callback_url) if body.callback_url else None
+        watch: list[str | int] = []
         for i, tg in enumerate(targets):
             if tg["channel"] == "web":
                 fields[f"ds:{i}"] = "delivered"  # the Control UI can always show it
+            else:
+                show_by = now if tg["channel"] in dead_channels else now + self.grace_ms
+                watch += [show_by, watch_member(qid, i, tg["channel"])]
         for name, value in (
             ("run", body.run_id),
             ("agent", body.agent_id),
@@ -194,11 +203,12 @@ class Store:
                     keys.due(shard),
                     run_key,
                     keys.doc(qid),
+                    keys.undelivered(shard),
                     *[keys.events(shard, ch) for ch in channels],
                 ],
                 args=[qid, expires, now, expires - now + self.keep_ms, self.maxlen,
                       "1" if body.run_id else "0", encode_doc(questions, targets, callback),
-                      *flat],
+                      tenant, body.session, len(watch) // 2, *watch, *flat],
             )
         except BaseException:
             await self._release(tenant, qid)
@@ -329,24 +339,16 @@ class Store:
         )
         return int(ended), int(taken)
 
-    async def set_delivery(
-        self,
-        question_id: str,
-        index: int,
-        state: str,
-        *,
-        expect: str = "",
-        error: str | None = None,
-        ref: dict[str, Any] | None = None,
-    ) -> tuple[str, str]:
-        """Record a target's delivery state (compare-and-set on `expect` when given).
-        Returns ('ok', '1' if the question ended as delivery_failed else '0'),
-        ('conflict', current_state) or ('missing', '')."""
-        now = now_ms()
-        doc = orjson.dumps({"status": state, "error": error, "ref": ref, "at": iso(now)})
-        reply = await self._delivery(
-            keys=[keys.question(question_id), keys.deliveries(question_id)],
-            args=[question_id, index, state, doc, expect, now, self.keep_ms, self.maxlen,
-                  NO_ANSWER],
+    async def sweep_undelivered(self, shard: int, live: set[str] | frozenset[str],
+                                now: int | None = None) -> tuple[int, int, int]:
+        """Fail the targets of one shard that were due to be shown and whose channel has
+        no live worker (`live`: the channels that have one). Returns (failed, questions
+        ended, entries taken): taken == sweep_batch means more may be due."""
+        now = now or now_ms()
+        failed, ended, taken = await self._watchdog(
+            keys=[keys.undelivered(shard)],
+            args=[now, self.settings.sweep_batch, self.grace_ms,
+                  "," + ",".join(sorted(live)) + ",", self.keep_ms, self.maxlen, NO_ANSWER,
+                  iso(now)],
         )
-        return reply[0].decode(), (reply[1].decode() if len(reply) > 1 else "")
+        return int(failed), int(ended), int(taken)

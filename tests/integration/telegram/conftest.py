@@ -16,7 +16,7 @@ import pytest
 from askgate.redis_server import RedisProcess
 from askgate.tenants import set_channel_config
 from askgate_telegram.config import TelegramSettings
-from askgate_telegram.worker import TelegramService
+from askgate_telegram.service import TelegramService
 from redis.asyncio import Redis
 
 from tests.conftest import SECRET, Tenant, ask_body
@@ -35,8 +35,8 @@ def tg_settings(redis_url: str, api_base: str, **overrides: Any) -> TelegramSett
     values: dict[str, Any] = {
         "redis_url": redis_url, "secret_key": SECRET, "timeout_min_s": 1,
         "telegram_mode": "webhook", "telegram_webhook_port": 0, "telegram_api_base": api_base,
-        "telegram_block_ms": 100, "telegram_claim_every_s": 0.2,
-        "telegram_tenant_refresh_s": 0.5, **overrides,
+        "consumer_block_ms": 100, "consumer_claim_every_s": 0.2,
+        "channel_refresh_s": 0.5, **overrides,
     }
     return TelegramSettings(**values)
 

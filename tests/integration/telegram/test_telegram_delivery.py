@@ -114,7 +114,7 @@ async def test_one_unreachable_target_leaves_the_other(tg: Harness) -> None:
 async def test_no_bot_token_fails_delivery(tg: Harness) -> None:
     """A tenant without a bot token cannot be reached on Telegram: delivery_failed at once."""
     await tg.redis.hdel(keys.tenant(tg.tenant.id), "channels")
-    tg.service.bots._store(tg.tenant.id, None)
+    await tg.service.bots.refresh()
     q = await tg.ask()
     body = await tg.wait_result(q["id"])
     assert body["reason"] == "delivery_failed"

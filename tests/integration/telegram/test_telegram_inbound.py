@@ -8,7 +8,7 @@ import pytest
 from askgate import keys
 from askgate.redis_server import RedisProcess
 from askgate_telegram.__main__ import main
-from askgate_telegram.worker import TelegramService
+from askgate_telegram.service import TelegramService
 from redis.asyncio import Redis
 
 from tests.integration.telegram.conftest import (

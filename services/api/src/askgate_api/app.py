@@ -21,6 +21,7 @@ from redis.exceptions import BusyLoadingError, ConnectionError, TimeoutError
 from askgate_api import routes
 from askgate_api.auth import TenantCache
 from askgate_api.fastpath import ASK_PATH, WAIT_PATH, serve_ask, serve_wait
+from askgate_api.liveness import Liveness
 from askgate_api.responses import error_response, redis_unavailable
 from askgate_api.waiters import Hub
 
@@ -57,6 +58,7 @@ def create_app(settings: Settings) -> FastAPI:
         app.state.redis = redis
         app.state.store = Store(redis, settings)
         app.state.tenants = TenantCache(redis)
+        app.state.liveness = Liveness(redis)
         app.state.hub = Hub(pubsub_redis)
         await app.state.hub.start()
         log.info("api.started", redis=settings.redis_url.split("@")[-1])

@@ -31,6 +31,7 @@ from askgate.tenants import Tenant
 from pydantic import ValidationError
 from redis.exceptions import RedisError
 
+from askgate_api.liveness import Liveness
 from askgate_api.metrics import ASKS, WAITERS
 from askgate_api.responses import error_response, redis_unavailable, resource
 from askgate_api.waiters import WAIT_MAX_S, wait_final
@@ -130,7 +131,7 @@ async def serve_ask(app: Any, scope: Scope, receive: Receive, send: Send) -> Non
         except ValidationError as exc:
             lines = validation_message(exc)
             raise ValidationFailed("; ".join(lines), lines) from None
-        rec, created = await create_ask(state.store, tenant, ask)
+        rec, created = await create_ask(state.store, tenant, ask, state.liveness)
         body = orjson.dumps(resource(state.settings, rec))
     except AskgateError as exc:
         return await _fail(send, exc)
@@ -139,16 +140,39 @@ async def serve_ask(app: Any, scope: Scope, receive: Receive, send: Send) -> Non
     await _respond(send, 201 if created else 200, [_JSON], body)
 
 
-async def create_ask(store: Store, tenant: Tenant, ask: QuestionCreate) -> tuple[Record, bool]:
-    """The ask's rules beyond its shape (primary only, quotas), then the store."""
+async def create_ask(store: Store, tenant: Tenant, ask: QuestionCreate,
+                     liveness: Liveness) -> tuple[Record, bool]:
+    """The ask's rules beyond its shape (primary only, someone able to show it,
+    quotas), then the store."""
     if not ask.primary:
         ASKS.labels("not_primary").inc()
         raise NotPrimary(
             "asks from subagents or other non-primary runs are refused; only the main "
             "session may ask the user (send primary: true from the main session)"
         )
+    dead = await dead_channels(ask, liveness)
     rec, created = await store.create(
-        tenant.id, ask, max_pending=tenant.max_pending, asks_per_s=tenant.asks_per_s
+        tenant.id, ask, max_pending=tenant.max_pending, asks_per_s=tenant.asks_per_s,
+        dead_channels=dead,
     )
     ASKS.labels("created" if created else "replay").inc()
     return rec, created
+
+
+async def dead_channels(ask: QuestionCreate, liveness: Liveness) -> frozenset[str]:
+    """The target channels with no live worker; refused when no target could show the
+    ask (the agent would wait for its timeout for nothing)."""
+    chat = [(i, tg.channel) for i, tg in enumerate(ask.targets) if tg.channel != "web"]
+    if not chat:
+        return frozenset()
+    live = await liveness.live()
+    dead = frozenset(ch for _, ch in chat if ch not in live)
+    if dead and len(chat) == len(ask.targets) and dead >= {ch for _, ch in chat}:
+        i, ch = chat[0]
+        ASKS.labels("no_live_worker").inc()
+        raise ValidationFailed(
+            f"targets[{i}].channel {ch!r} has no live askgate-{ch} worker, so nobody would "
+            f"see the question; start the {ch} worker (see README, Channels) or add "
+            '{"channel": "web"} to targets'
+        )
+    return dead

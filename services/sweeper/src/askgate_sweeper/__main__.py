@@ -1,4 +1,6 @@
-"""`askgate-sweeper`: ends expired questions as no_answer/timeout.
+"""`askgate-sweeper`: ends expired questions as no_answer/timeout, and fails chat targets
+that no live worker of their channel showed in time (the watchdog), so an ask to a
+channel nobody serves ends as delivery_failed instead of waiting for its timeout.
 
 Any number of replicas may run: each sweep is one Lua script per shard, so a question
 ends once whichever replica gets to it first. `--check` is the liveness probe.
@@ -7,10 +9,12 @@ ends once whichever replica gets to it first. `--check` is the liveness probe.
 from __future__ import annotations
 
 import asyncio
+import time
 
 import structlog
 from askgate import health, keys
 from askgate.conn import connect
+from askgate.models import CHANNELS
 from askgate.runner import worker_main
 from askgate.settings import Settings
 from askgate.store import Store
@@ -39,16 +43,45 @@ async def sweep_once(store: Store, now: int | None = None) -> int:
     return total
 
 
+CHAT_CHANNELS = [ch for ch in CHANNELS if ch != "web"]
+# The watchdog needs no faster pace: a target gets channel_grace_s (30 s) anyway.
+WATCH_EVERY_S = 1.0
+
+
+async def watch_once(store: Store, now: int | None = None) -> int:
+    """Fail the chat targets past their show-by time whose channel has no live worker;
+    returns how many failed."""
+    live = await health.live_channels(store.redis, CHAT_CHANNELS)
+    total = 0
+    shards = list(range(keys.SHARDS))
+    while shards:
+        full = []
+        for shard in shards:
+            failed, ended, taken = await store.sweep_undelivered(shard, live, now)
+            total += failed
+            if failed:
+                log.warning("sweeper.undelivered", shard=shard, failed=failed, ended=ended,
+                            live=sorted(live))
+            if taken >= store.settings.sweep_batch:
+                full.append(shard)
+        shards = full
+    return total
+
+
 async def serve(settings: Settings, stop: asyncio.Event) -> None:
     redis = connect(settings.redis_url, max_connections=8, socket_timeout_s=30.0)
     store = Store(redis, settings)
     beat = asyncio.create_task(health.beat_forever(redis, SERVICE, stop))
     log.info("sweeper.started", interval_ms=settings.sweep_interval_ms)
+    watched = 0.0
     try:
         while not stop.is_set():
             delay = settings.sweep_interval_ms / 1000
             try:
                 await sweep_once(store)
+                if time.monotonic() - watched >= WATCH_EVERY_S:
+                    watched = time.monotonic()
+                    await watch_once(store)
             except (RedisError, OSError) as exc:
                 log.warning("sweeper.redis_error", error=str(exc))
                 delay = ERROR_BACKOFF_S

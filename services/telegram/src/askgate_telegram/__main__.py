@@ -9,7 +9,7 @@ from __future__ import annotations
 from askgate.runner import worker_main
 
 from askgate_telegram.config import TelegramSettings
-from askgate_telegram.worker import SERVICE, serve
+from askgate_telegram.service import SERVICE, serve
 
 
 def main(argv: list[str] | None = None) -> None:

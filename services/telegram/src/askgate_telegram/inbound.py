@@ -1,22 +1,18 @@
 """Updates from Telegram → answers: button taps, "Other…" free text, text replies.
 
-Both inbound modes feed the same aiogram Dispatcher: a webhook at
-`POST /telegram/{tenant_id}` (the tenant's `webhook_secret` checked in constant time,
-401 otherwise) or one getUpdates loop per bot. Every update is handled once: a marker
-per (bot, update_id) turns Telegram's retries and replays into no-ops.
+Both transports (updates.py: webhook or getUpdates) feed this Dispatcher. Every update
+is handled once: the kit's dedupe per (bot, update_id) turns Telegram's retries and
+replays into no-ops. What the person is told comes from the kit's `Answering`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import secrets
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 import structlog
 from aiogram import Bot, Dispatcher
-from aiogram.exceptions import TelegramAPIError, TelegramConflictError
 from aiogram.types import (
     CallbackQuery,
     ForceReply,
@@ -26,60 +22,58 @@ from aiogram.types import (
     Update,
     User,
 )
-from aiogram.webhook.aiohttp_server import BaseRequestHandler
-from aiohttp import web
-from askgate import keys
-from askgate.answers import ended_message
-from askgate.errors import AlreadyFinal, IncompleteAnswer, ValidationFailed
+from askgate.channels import (
+    Answering,
+    ChannelWorker,
+    Dedupe,
+    Outcome,
+    PlatformError,
+    ThrottledError,
+    may_answer,
+)
 from askgate.i18n import t
-from askgate.models import Responder
+from askgate.models import Responder, TelegramTarget
 from askgate.record import Record
-from askgate.status import Reason, Status
+from askgate.status import DeliveryState
 from askgate.store import Store
-from redis.asyncio import Redis
 
 from askgate_telegram import render
-from askgate_telegram.client import Bots, ChatGate, TenantBot
+from askgate_telegram.client import CHANNEL, Bots, TenantBot, call
 from askgate_telegram.render import Tap
 
-if TYPE_CHECKING:
-    from askgate_telegram.worker import Worker
-
 log = structlog.get_logger("askgate.telegram")
+T = TypeVar("T")
 
-UPDATE_DEDUPE_S = 86_400  # Telegram gives up redelivering an update well within a day
-ALLOWED_UPDATES = ["message", "callback_query"]
-# After a failed getUpdates, wait before the next one (an outage is not a busy loop).
-POLL_BACKOFF_S = 2.0
-# An update whose handling keeps failing is skipped after this many tries (polling).
-POLL_MAX_TRIES = 3
-
-
-def may_answer(tb: TenantBot, target: dict[str, Any], chat_id: str, private: bool,
-               user_id: int) -> bool:
-    """Per target `allowed_user_ids`; without one anyone in a private chat and the
-    tenant's configured list in a group. Only the target's own chat counts."""
-    want = str(target.get("chat_id", ""))
-    if want.lstrip("-").isdigit() and want != chat_id:
-        return False
-    ids = target.get("allowed_user_ids")
-    if ids is not None:
-        return user_id in {int(x) for x in ids}
-    return private or user_id in tb.allowed_user_ids
+# 429s in a row one reply to a person absorbs before it is dropped (logged).
+MAX_THROTTLES = 5
 
 
 def responder(user: User) -> Responder:
-    return Responder(channel="telegram", user_id=str(user.id), name=user.full_name)
+    return Responder(channel=CHANNEL, user_id=str(user.id), name=user.full_name)
+
+
+def allowed(tb: TenantBot, target: TelegramTarget, chat_id: str, private: bool,
+            user_id: int) -> bool:
+    """Only the target's own chat counts; then the kit's rule (the target's allow-list,
+    else anyone in a private chat and the tenant's list in a group)."""
+    want = target.chat_id
+    if want.lstrip("-").isdigit() and want != chat_id:
+        return False
+    target_ids = [str(x) for x in target.allowed_user_ids] if target.allowed_user_ids \
+        is not None else None
+    return may_answer(str(user_id), target_allowed=target_ids,
+                      tenant_allowed=tb.allowed_user_ids, private=private)
 
 
 class Inbound:
-    def __init__(self, redis: Redis, store: Store, bots: Bots, gate: ChatGate,
-                 worker: Worker) -> None:
-        self.redis = redis
+    def __init__(self, store: Store, bots: Bots, worker: ChannelWorker) -> None:
         self.store = store
         self.bots = bots
-        self.gate = gate
         self.worker = worker
+        self.prompts = worker.prompts
+        self.selections = worker.selections
+        self.answering = Answering(store)
+        self.dedupe = Dedupe(store.redis, CHANNEL)
         self.dispatcher = Dispatcher()
         self.dispatcher.update.outer_middleware(self._once)
         self.dispatcher.callback_query.register(self.on_callback)
@@ -89,24 +83,44 @@ class Inbound:
                     event: TelegramObject, data: dict[str, Any]) -> Any:
         assert isinstance(event, Update)
         bot: Bot = data["bot"]
-        key = keys.telegram_update(bot.id, event.update_id)
-        if not await self.redis.set(key, b"1", nx=True, ex=UPDATE_DEDUPE_S):
+        scope, update_id = str(bot.id), str(event.update_id)
+        if not await self.dedupe.first(scope, update_id):
             log.info("update.duplicate", bot=bot.id, update_id=event.update_id)
             return None
         try:
             return await handler(event, data)
         except BaseException:
-            # Not handled after all: let Telegram's retry (or the next poll) run it again.
-            await self.redis.delete(key)
+            await self.dedupe.forget(scope, update_id)
             raise
+
+    async def _call(self, chat_id: str, fn: Callable[[], Awaitable[T]]) -> T | None:
+        """A call made for a person (an ack, a reply): it waits out the chat's 429, and a
+        failure is logged, not raised (the answer itself already counted)."""
+        gate = self.worker.gate
+        for _ in range(MAX_THROTTLES):
+            wait = gate.wait_s(chat_id)
+            if wait > self.worker.policy.max_wait_s:
+                break
+            if wait > 0:
+                await asyncio.sleep(wait)
+            try:
+                return await call(fn)
+            except ThrottledError as exc:
+                gate.block(chat_id, exc.retry_after_s or 1.0)
+            except PlatformError as exc:
+                log.info("telegram.call_failed", chat_id=chat_id, error=exc.message)
+                return None
+        log.warning("telegram.call_dropped", chat_id=chat_id, why="rate limited")
+        return None
 
     # -- taps --------------------------------------------------------------------------
 
     async def _ack(self, query: CallbackQuery, text: str | None = None,
                    alert: bool = False) -> None:
+        # Telegram shows a spinner until the query is answered; too old is harmless.
         try:
-            await query.answer(text=text, show_alert=alert or None)
-        except TelegramAPIError as exc:  # too old: the tap still counted
+            await call(lambda: query.answer(text=text, show_alert=alert or None))
+        except PlatformError as exc:
             log.info("callback.ack_failed", error=exc.message)
 
     async def on_callback(self, query: CallbackQuery, bot: Bot) -> None:
@@ -117,122 +131,118 @@ class Inbound:
             await self._ack(query)
             return
         rec = await self.store.load(tap.q)
-        if (tb is None or rec is None or rec.tenant != tb.tenant
-                or not 0 <= tap.t < len(rec.targets)
-                or rec.targets[tap.t].get("channel") != "telegram"):
+        target = _target(rec, tap.t) if rec is not None else None
+        if tb is None or rec is None or rec.tenant != tb.tenant or target is None:
             await self._ack(query, t(rec.locale if rec else "en", "expired"))
             return
-        locale = rec.locale
         msg = query.message
-        chat_id = str(msg.chat.id) if msg else str(rec.targets[tap.t]["chat_id"])
+        chat_id = str(msg.chat.id) if msg else target.chat_id
         private = msg is not None and msg.chat.type == "private"
         user = query.from_user
-        if not may_answer(tb, rec.targets[tap.t], chat_id, private, user.id):
+        if not allowed(tb, target, chat_id, private, user.id):
             log.info("callback.refused", question_id=rec.id, user_id=user.id, chat_id=chat_id)
-            await self._ack(query, t(locale, "not_allowed"), alert=True)
+            await self._ack(query, Answering.refused(rec).text, alert=True)
             return
         if msg is not None:
-            await self.worker.learn_message(rec, tap.t, chat_id, msg.message_id, msg.chat.type)
-        if rec.status != Status.PENDING:
-            await self._ack(query, ended_message(rec.f["status"], rec.f.get("reason"), locale))
-            if msg is not None:
-                await self.worker.finalise(rec, chat_id, msg.message_id, private, wait=True)
+            rec = await self._learn(rec, tap.t, chat_id, msg.message_id, msg.chat.type)
+        if not rec.pending:
+            await self._ack(query, Answering.ended(rec).text)
+            delivery = rec.delivery(tap.t)
+            if delivery.ref.get("message_id"):
+                await self.worker.finalise_prompt(rec, tap.t, target, delivery.ref)
             return
-        try:
-            await self._tap(query, tb, rec, tap, chat_id, private)
-        except AlreadyFinal as exc:
-            await self._ack(query, exc.message)
+        await self._tap(query, tb, rec, tap, chat_id, private)
 
     async def _tap(self, query: CallbackQuery, tb: TenantBot, rec: Record, tap: Tap,
                    chat_id: str, private: bool) -> None:
-        locale, q, act = rec.locale, rec.questions[0], tap.a
+        q, act = rec.questions[0], tap.a
         who = responder(query.from_user)
-        if act[:1] == "o" and act[1:].isdigit() and int(act[1:]) < len(q.options):
-            label = q.options[int(act[1:])].label
-            await self.store.answer(rec.tenant, rec.id, {q.id: [label]}, who)
-            await self._ack(query, t(locale, "submitted"))
-            log.info("question.answered", question_id=rec.id, via="tap", user_id=who.user_id)
+        option = int(act[1:]) if act[1:].isdigit() else -1
+        outcome: Outcome | None = None
+        if act[:1] == "o" and 0 <= option < len(q.options):
+            outcome = await self.answering.answer(rec, {q.id: [q.options[option].label]}, who)
         elif act == "s":
-            await self.store.end(rec.tenant, rec.id, Reason.SKIPPED, who)
-            await self._ack(query, t(locale, "summary_skipped"))
+            outcome = await self.answering.skip(rec, who)
         elif act == "x":
             await self._ack(query)
             await self._ask_other(tb, rec, tap.t, chat_id, private, query.from_user)
-        elif act[:1] == "t" and act[1:].isdigit() and int(act[1:]) < len(q.options):
-            await self._toggle(query, tb, rec, tap.t, int(act[1:]), chat_id)
+            return
+        elif act[:1] == "t" and 0 <= option < len(q.options):
+            await self._toggle(query, tb, rec, tap.t, option, chat_id)
+            return
         elif act == "d":
-            picked = await self._selected(rec.id, tap.t)
+            picked = await self.selections.get(rec.id, tap.t)
             if not picked:
-                await self._ack(query, t(locale, "pick_missing"))
+                await self._ack(query, t(rec.locale, "pick_missing"))
                 return
             labels = [o.label for i, o in enumerate(q.options) if i in picked]
-            await self.store.answer(rec.tenant, rec.id, {q.id: labels}, who)
-            await self._ack(query, t(locale, "submitted"))
-        else:
+            outcome = await self.answering.answer(rec, {q.id: labels}, who)
+        if outcome is None:
             await self._ack(query)
-
-    async def _selected(self, qid: str, index: int) -> set[int]:
-        raw = await self.redis.smembers(keys.telegram_selection(qid, index))
-        return {int(x) for x in raw}
+            return
+        await self._ack(query, outcome.text)
+        log.info("question.tap", question_id=rec.id, outcome=outcome.kind, user_id=who.user_id)
 
     async def _toggle(self, query: CallbackQuery, tb: TenantBot, rec: Record, index: int,
                       option: int, chat_id: str) -> None:
-        key = keys.telegram_selection(rec.id, index)
-        if not await self.redis.srem(key, option):
-            await self.redis.sadd(key, option)
-        await self.redis.expire(key, self.worker.keep_s)
+        picked = await self.selections.toggle(rec.id, index, option)
         await self._ack(query)
-        picked = await self._selected(rec.id, index)
         markup = render.keyboard(rec.questions, rec.locale, rec.id, index, picked)
         msg = query.message
-        if msg is None:
-            return
-        try:
-            await self.gate.call(chat_id, lambda: tb.bot.edit_message_reply_markup(
-                chat_id=chat_id, message_id=msg.message_id, reply_markup=markup), wait=True)
-        except TelegramAPIError as exc:
-            log.info("prompt.toggle_edit_failed", question_id=rec.id, error=exc.message)
+        if msg is not None:
+            await self._call(chat_id, lambda: tb.bot.edit_message_reply_markup(
+                chat_id=chat_id, message_id=msg.message_id, reply_markup=markup))
 
     async def _ask_other(self, tb: TenantBot, rec: Record, index: int, chat_id: str,
                          private: bool, user: User) -> None:
         text, entities = render.other_prompt(rec.locale, user, private_chat=private)
-        sent = await self.gate.call(chat_id, lambda: tb.bot.send_message(
+        sent = await self._call(chat_id, lambda: tb.bot.send_message(
             chat_id=chat_id, text=text, entities=entities or None,
-            reply_markup=ForceReply(selective=True)), wait=True)
-        await self.worker.remember(rec.tenant, chat_id, sent.message_id, rec.id, index, "other")
+            reply_markup=ForceReply(selective=True)))
+        if sent is not None:
+            await self.prompts.remember(rec.tenant, chat_id, rec.id, index,
+                                        str(sent.message_id), kind="other")
+
+    async def _learn(self, rec: Record, index: int, chat_id: str, message_id: int,
+                     chat_type: str) -> Record:
+        """A prompt assumed shown was tapped or replied to: record its message id now,
+        so it can be edited into its summary."""
+        delivery = rec.delivery(index)
+        if delivery.state != DeliveryState.DELIVERED or delivery.ref.get("message_id"):
+            return rec
+        ref = {**delivery.ref, "chat_id": chat_id, "message_id": message_id,
+               "chat_type": chat_type, "unconfirmed": False}
+        await self.store.ledger.update_ref(rec, index, ref)
+        await self.prompts.remember(rec.tenant, chat_id, rec.id, index, str(message_id))
+        return await self.store.load(rec.id) or rec
 
     # -- text ----------------------------------------------------------------------------
 
     async def _reply(self, message: Message, tb: TenantBot, text: str) -> None:
         chat_id = str(message.chat.id)
-        try:
-            await self.gate.call(chat_id, lambda: tb.bot.send_message(
-                chat_id=chat_id, text=text,
-                reply_parameters=ReplyParameters(message_id=message.message_id)), wait=True)
-        except TelegramAPIError as exc:
-            log.info("reply.failed", chat_id=chat_id, error=exc.message)
+        await self._call(chat_id, lambda: tb.bot.send_message(
+            chat_id=chat_id, text=text,
+            reply_parameters=ReplyParameters(message_id=message.message_id)))
 
-    async def _find(self, tb: TenantBot, message: Message) -> tuple[Record, int, str, bool] | None:
+    async def _find(self, tb: TenantBot, message: Message
+                    ) -> tuple[Record, int, str, bool] | None:
         """The question a message answers: the prompt it replies to, else the newest
         question still pending in the chat. (record, target index, kind, direct)."""
         chat_id = str(message.chat.id)
         reply_to = message.reply_to_message
         if reply_to is not None:
-            raw = await self.redis.get(keys.telegram_prompt(tb.tenant, chat_id,
-                                                            reply_to.message_id))
-            if raw is not None:
-                qid, index, kind = raw.decode().split()
-                rec = await self.store.load(qid)
-                return (rec, int(index), kind, True) if rec is not None else None
-        chat = keys.telegram_chat(tb.tenant, chat_id)
-        for qid_b in await self.redis.zrevrange(chat, 0, 9):
-            qid = qid_b.decode()
+            ref = await self.prompts.lookup(tb.tenant, chat_id, str(reply_to.message_id))
+            if ref is not None:
+                rec = await self.store.load(ref.question_id)
+                return (rec, ref.index, ref.kind, True) if rec is not None else None
+        for qid in await self.prompts.shown_at(tb.tenant, chat_id):
             rec = await self.store.load(qid)
-            if rec is None or rec.status != Status.PENDING:
-                await self.redis.zrem(chat, qid)
+            if rec is None or not rec.pending:
+                await self.prompts.forget(tb.tenant, chat_id, qid)
                 continue
-            for i, target in enumerate(rec.targets):
-                if target.get("channel") == "telegram" and str(target["chat_id"]) == chat_id:
+            for i, target in rec.targets_of(CHANNEL):
+                assert isinstance(target, TelegramTarget)
+                if target.chat_id == chat_id:
                     return rec, i, "prompt", False
         return None
 
@@ -242,116 +252,46 @@ class Inbound:
         text = (message.text or "").strip()
         if tb is None or user is None or user.is_bot or not text:
             return
-        if text.startswith("/") and text.split("@")[0] != "/skip":
-            return  # bot commands (/start …) are not answers
+        if text.startswith("/"):
+            command = text.split()[0].split("@")[0]
+            if command != "/skip":
+                return  # other bot commands (/start …) are not answers
+            text = "skip"  # `/skip` or `/skip@<bot>` (a command picked from the menu)
         found = await self._find(tb, message)
         if found is None:
             return
         rec, index, kind, direct = found
-        if rec.tenant != tb.tenant:
+        target = _target(rec, index)
+        if rec.tenant != tb.tenant or target is None:
             return
         chat_id = str(message.chat.id)
         private = message.chat.type == "private"
-        locale = rec.locale
-        if not may_answer(tb, rec.targets[index], chat_id, private, user.id):
+        if not allowed(tb, target, chat_id, private, user.id):
             if direct:  # a reply to the prompt is told why; room chatter is not ours
-                await self._reply(message, tb, t(locale, "not_allowed"))
+                await self._reply(message, tb, Answering.refused(rec).text)
             return
         if kind == "prompt" and message.reply_to_message is not None:
-            await self.worker.learn_message(rec, index, chat_id,
-                                            message.reply_to_message.message_id,
-                                            message.chat.type)
-        if rec.status != Status.PENDING:
+            rec = await self._learn(rec, index, chat_id, message.reply_to_message.message_id,
+                                    message.chat.type)
+        if not rec.pending:
             if direct:
-                await self._reply(message, tb, ended_message(rec.f["status"],
-                                                             rec.f.get("reason"), locale))
+                await self._reply(message, tb, Answering.ended(rec).text)
             return
         who = responder(user)
-        try:
-            if kind == "other":
-                q = rec.questions[0]
-                picked = await self._selected(rec.id, index) if q.multiSelect else set()
-                values = [o.label for i, o in enumerate(q.options) if i in picked] + [text]
-                await self.store.answer(rec.tenant, rec.id, {q.id: values}, who)
-                ack = t(locale, "submitted")
-            else:
-                rec, parsed = await self.store.apply_reply(rec, text, who)
-                if parsed.kind == "incomplete":
-                    await self._reply(message, tb, parsed.message or t(locale, "ended"))
-                    return
-                ack = t(locale, "summary_skipped" if parsed.kind == "skip" else "submitted")
-        except AlreadyFinal as exc:
-            ack = exc.message
-        except (ValidationFailed, IncompleteAnswer) as exc:
-            ack = exc.message
-        log.info("question.reply", question_id=rec.id, kind=kind, user_id=user.id)
-        await self._reply(message, tb, ack)
+        if kind == "other":
+            q = rec.questions[0]
+            picked = await self.selections.get(rec.id, index) if q.multiSelect else set()
+            values = [o.label for i, o in enumerate(q.options) if i in picked] + [text]
+            outcome = await self.answering.answer(rec, {q.id: values}, who)
+        else:
+            outcome = await self.answering.reply(rec, text, who)
+        log.info("question.reply", question_id=rec.id, kind=kind, outcome=outcome.kind,
+                 user_id=user.id)
+        await self._reply(message, tb, outcome.text)
 
 
-class TenantWebhook(BaseRequestHandler):
-    """aiogram's webhook handler, one route for every tenant: `/telegram/{tenant}`."""
-
-    def __init__(self, dispatcher: Dispatcher, bots: Bots) -> None:
-        super().__init__(dispatcher, handle_in_background=False)
-        self.bots = bots
-
-    async def resolve_bot(self, request: web.Request) -> Bot:
-        tb = await self.bots.get(request.match_info.get("tenant", ""))
-        if tb is None:
-            raise web.HTTPUnauthorized(text="Unauthorized")
-        return tb.bot
-
-    def verify_secret(self, telegram_secret_token: str, bot: Bot) -> bool:
-        tb = self.bots.by_bot(bot.id)
-        if tb is None or not tb.webhook_secret:
-            return False  # a tenant without a webhook secret gets no webhook
-        return secrets.compare_digest(telegram_secret_token.encode(), tb.webhook_secret.encode())
-
-    async def close(self) -> None:
+def _target(rec: Record, index: int) -> TelegramTarget | None:
+    if not 0 <= index < len(rec.targets):
         return None
-
-
-def webhook_app(inbound: Inbound, bots: Bots) -> web.Application:
-    app = web.Application()
-    TenantWebhook(inbound.dispatcher, bots).register(app, path="/telegram/{tenant}")
-
-    async def healthz(_: web.Request) -> web.Response:
-        return web.json_response({"ok": True})
-
-    app.router.add_get("/healthz", healthz)
-    return app
-
-
-async def poll(inbound: Inbound, tb: TenantBot, timeout_s: int, stop: asyncio.Event) -> None:
-    """One bot's getUpdates loop; the offset moves past an update once it is handled."""
-    bot = tb.bot
-    with contextlib.suppress(TelegramAPIError):
-        await bot.delete_webhook(drop_pending_updates=False)
-    offset: int | None = None
-    tries = 0
-    log.info("polling.started", tenant=tb.tenant, bot=tb.bot_id)
-    while not stop.is_set():
-        try:
-            updates = await bot.get_updates(
-                offset=offset, timeout=timeout_s, allowed_updates=ALLOWED_UPDATES,
-                request_timeout=int(bot.session.timeout + timeout_s))
-        except TelegramConflictError as exc:
-            log.warning("polling.conflict", tenant=tb.tenant, error=exc.message)
-            await asyncio.sleep(POLL_BACKOFF_S)
-            continue
-        except TelegramAPIError as exc:
-            log.warning("polling.failed", tenant=tb.tenant, error=exc.message)
-            await asyncio.sleep(POLL_BACKOFF_S)
-            continue
-        for update in updates:
-            try:
-                await inbound.dispatcher.feed_update(bot, update)
-            except Exception as exc:  # retried, then skipped (logged)
-                tries += 1
-                log.exception("update.failed", tenant=tb.tenant, update_id=update.update_id,
-                              tries=tries, error=str(exc))
-                if tries < POLL_MAX_TRIES:
-                    await asyncio.sleep(POLL_BACKOFF_S)
-                    break
-            tries = 0
-            offset = update.update_id + 1
+    target = rec.targets[index]
+    return target if isinstance(target, TelegramTarget) else None

@@ -9,14 +9,15 @@ the action with the option's declared index, always within Telegram's 64 bytes.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from aiogram.filters.callback_data import CallbackData
 from aiogram.types import InlineKeyboardButton, InlineKeyboardMarkup, MessageEntity, User
 from askgate.i18n import t
 from askgate.models import QuestionIn
+from askgate.record import Record
 from askgate.render import prompt_text, summary_text
 
 TEXT_LIMIT = 4096  # Telegram's message text limit, in characters
@@ -92,18 +93,9 @@ def prompt(
     return Prompt(text, keyboard(questions, locale, qid, target, selected))
 
 
-def summary(
-    status: str,
-    reason: str | None,
-    result: Mapping[str, Any] | None,
-    locale: str,
-    questions: Sequence[QuestionIn],
-    *,
-    private_chat: bool,
-) -> str:
+def summary(rec: Record, *, private_chat: bool) -> str:
     """What a prompt becomes when its question ends; free text stays out of groups."""
-    text = summary_text(status, reason, result, locale, echo_free_text=private_chat,
-                        questions=questions)
+    text = summary_text(rec, echo_free_text=private_chat)
     return text if len(text) <= TEXT_LIMIT else text[: TEXT_LIMIT - 1] + "…"
 
 

@@ -9,39 +9,27 @@ e-mail, a custom chat) sends the human's messages back to the API:
 from __future__ import annotations
 
 import asyncio
-import os
 
-import structlog
-from askgate import health
-from askgate.conn import connect
-from askgate.consumer import StreamConsumer
+from askgate.channels import ChannelService
 from askgate.runner import worker_main
-from askgate.store import Store
 
+from askgate_text.adapter import TextAdapter
 from askgate_text.client import TextClient
 from askgate_text.config import TextSettings
-from askgate_text.worker import CHANNEL, TextWorker
 
 SERVICE = "text"
-log = structlog.get_logger("askgate.text")
 
 
 async def serve(settings: TextSettings, stop: asyncio.Event) -> None:
-    redis = connect(settings.redis_url, socket_timeout_s=settings.consumer_block_ms / 1000 + 5)
+    service = ChannelService(SERVICE, settings)
     client = TextClient(settings)
-    worker = TextWorker(Store(redis, settings), client, settings)
-    consumer = StreamConsumer(
-        redis, CHANNEL, f"{health.instance_name()}:{os.getpid()}", worker.handle,
-        block_ms=settings.consumer_block_ms, claim_idle_ms=settings.consumer_claim_idle_ms,
-        claim_every_s=min(5.0, settings.consumer_claim_idle_ms / 1000),
-    )
-    log.info("text.started")
+    service.use(TextAdapter(service.redis, client))
+    await service.start()
     try:
-        await asyncio.gather(consumer.run(stop), health.beat_forever(redis, SERVICE, stop))
+        await stop.wait()
     finally:
+        await service.close()
         await client.aclose()
-        await redis.aclose()
-        log.info("text.stopped")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,12 +1,12 @@
-"""The platform side: a signed JSON POST to the target's url, with quick retries."""
+"""The platform side: one signed JSON POST to a target's url, its answer as the kit's
+errors (4xx: permanent; 5xx, 429, timeouts, dropped connections: transient)."""
 
 from __future__ import annotations
 
-import asyncio
-
 import httpx
 import orjson
-from askgate.outbound import Outcome, classify, signed_headers, timed_out, unreachable
+from askgate.errors import PermanentError, ThrottledError, TransientError
+from askgate.outbound import classify, signed_headers
 
 from askgate_text.config import TextSettings
 
@@ -15,37 +15,29 @@ USER_AGENT = "askgate-text/0.1"
 
 class TextClient:
     def __init__(self, settings: TextSettings) -> None:
-        self.settings = settings
         self.http = httpx.AsyncClient(timeout=settings.text_timeout_s, follow_redirects=False)
 
-    async def post_once(self, url: str, secret: str, payload: dict[str, object],
-                        delivery_id: str) -> Outcome:
+    async def post(self, url: str, secret: str, payload: dict[str, object],
+                   delivery_id: str) -> int:
+        """POST once; the status code, or the kit's error for the answer."""
         body = orjson.dumps(payload)
         headers = {**signed_headers(secret, body, USER_AGENT), "X-Askgate-Delivery": delivery_id}
         try:
             response = await self.http.post(url, content=body, headers=headers)
         except httpx.TimeoutException as exc:
-            return timed_out(exc)
+            # The platform may have the message: it dedupes by X-Askgate-Delivery.
+            raise TransientError(f"timeout: {type(exc).__name__}", maybe_sent=True) from exc
         except httpx.TransportError as exc:
-            return unreachable(exc)
-        return classify(response.status_code, response.headers.get("Retry-After"))
-
-    async def post(self, url: str, secret: str, payload: dict[str, object],
-                   delivery_id: str) -> Outcome:
-        """Up to text_attempts POSTs while the answer says another may succeed."""
-        s = self.settings
-        outcome = await self.post_once(url, secret, payload, delivery_id)
-        for n in range(1, s.text_attempts):
-            if outcome.ok or not outcome.retry:
-                break
-            delay = s.text_backoff_s * 2 ** (n - 1)
-            if outcome.retry_after_s is not None:
-                if outcome.retry_after_s > s.text_backoff_max_s:
-                    break  # longer than a worker should hold an event: the next round
-                delay = outcome.retry_after_s
-            await asyncio.sleep(min(delay, s.text_backoff_max_s))
-            outcome = await self.post_once(url, secret, payload, delivery_id)
-        return outcome
+            raise TransientError(f"connection error: {str(exc) or type(exc).__name__}",
+                                 maybe_sent=True) from exc
+        outcome = classify(response.status_code, response.headers.get("Retry-After"))
+        if outcome.ok:
+            return response.status_code
+        if outcome.status_code == 429:
+            raise ThrottledError(outcome.describe(), outcome.retry_after_s or 1.0)
+        if outcome.retry:
+            raise TransientError(outcome.describe())
+        raise PermanentError(outcome.describe())
 
     async def aclose(self) -> None:
         await self.http.aclose()

@@ -16,7 +16,7 @@ def question_payload(rec: Record) -> dict[str, Any]:
         "session": rec.session,
         "text": prompt_text(rec.questions, rec.locale),
         "locale": rec.locale,
-        "expires_at": iso(rec.f["expires"]),
+        "expires_at": iso(rec.expires_ms),
     }
 
 
@@ -25,6 +25,5 @@ def summary_payload(rec: Record) -> dict[str, Any]:
         "type": "summary",
         "question_id": rec.id,
         "session": rec.session,
-        "text": summary_text(rec.f["status"], rec.f.get("reason") or None, rec.result,
-                             rec.locale, questions=rec.questions),
+        "text": summary_text(rec),
     }

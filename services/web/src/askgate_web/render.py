@@ -76,9 +76,8 @@ def entry(rec: Record, locale: str) -> EntryView:
     if rec.status == Status.PENDING:
         summary = t(locale, "waiting")
     else:
-        summary = summary_text(rec.f["status"], rec.f.get("reason") or None, rec.result,
-                               locale, questions=rec.questions)
-    return EntryView(rec.id, rec.f["status"], question_views(rec), summary)
+        summary = summary_text(rec, locale=locale)
+    return EntryView(rec.id, rec.status.value, question_views(rec), summary)
 
 
 def page_locale(records: Sequence[Record], fallback: str) -> str:
@@ -107,7 +106,7 @@ def panel_html(rec: Record | None, locale: str, now_ms: int) -> str:
         "panel.html",
         qid=rec.id,
         questions=questions,
-        remaining_ms=max(0, int(rec.f["expires"]) - now_ms),
+        remaining_ms=max(0, rec.expires_ms - now_ms),
         # One single-select question: a tap on an option is the answer (native buttons).
         instant=len(questions) == 1 and not questions[0].multi,
         locale=locale,

@@ -2,8 +2,8 @@
 the open pages of each session.
 
 Every replica reads every event (plain XREAD from the streams' tails, no consumer group
-that would hand an event to one replica only), looks up the question's tenant and
-session, and wakes the SSE connections of that session. A change only tells a page to
+that would hand an event to one replica only) and wakes the SSE connections of the
+event's session (every entry names its tenant and session). A change only tells a page to
 re-read its view, so nothing here needs to be exactly-once.
 """
 
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import orjson
 import structlog
 from askgate import keys
+from askgate.events import EventType, QuestionResolved, parse_event
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
@@ -114,7 +115,7 @@ class Hub:
                 for entry_id, fields in entries:
                     last[stream.decode()] = entry_id.decode()
                     if self._subs:
-                        await self._dispatch(redis, fields)
+                        self._dispatch(fields)
 
     async def _tails(self, redis: Redis) -> dict[str, str]:
         names = keys.all_events("web")
@@ -127,19 +128,13 @@ class Hub:
             for name, row in zip(names, rows, strict=True)
         }
 
-    async def _dispatch(self, redis: Redis, fields: dict[bytes, bytes]) -> None:
-        qid = fields.get(b"id", b"").decode()
-        try:
-            key = keys.question(qid)
-        except ValueError:
-            return
-        tenant, session = await redis.hmget(key, ["tenant", "session"])
-        if tenant is None or session is None:
-            return
-        change = Change(
-            type=fields.get(b"type", b"").decode(),
-            question_id=qid,
-            status=fields.get(b"status", b"").decode(),
-            reason=fields.get(b"reason", b"").decode(),
-        )
-        self.publish(tenant.decode(), session.decode(), change)
+    def _dispatch(self, fields: dict[bytes, bytes]) -> None:
+        event = parse_event({k.decode(): v.decode() for k, v in fields.items()})
+        if event is None or not event.tenant:
+            return  # a type this version does not know, or an entry of an older writer
+        if isinstance(event, QuestionResolved):
+            change = Change(EventType.RESOLVED, event.question_id, event.status.value,
+                            event.reason.value if event.reason else "")
+        else:
+            change = Change(EventType.CREATED, event.question_id)
+        self.publish(event.tenant, event.session, change)

@@ -1,0 +1,47 @@
+"""The channel kit: everything a chat worker shares, so that a worker is an adapter.
+
+A worker implements `ChannelAdapter` (how to show a prompt, how to turn it into its
+summary, which destination a target names) and handles its platform's input with the
+inbound helpers; `ChannelService` runs it. See docs/writing-a-channel.md.
+"""
+
+from askgate.channels.adapter import ChannelAdapter, SentPrompt
+from askgate.channels.credentials import TenantConfigs, id_list
+from askgate.channels.inbound import (
+    Answering,
+    Dedupe,
+    Outcome,
+    PromptIndex,
+    PromptRef,
+    Selections,
+    may_answer,
+)
+from askgate.channels.service import ChannelService, ChannelSettings, consumer_name
+from askgate.channels.worker import ChannelWorker, DeliveryPolicy, RateGate
+from askgate.errors import PermanentError, PlatformError, ThrottledError, TransientError
+from askgate.ledger import StalePolicy
+
+__all__ = [
+    "Answering",
+    "ChannelAdapter",
+    "ChannelService",
+    "ChannelSettings",
+    "ChannelWorker",
+    "Dedupe",
+    "DeliveryPolicy",
+    "Outcome",
+    "PermanentError",
+    "PlatformError",
+    "PromptIndex",
+    "PromptRef",
+    "RateGate",
+    "Selections",
+    "SentPrompt",
+    "StalePolicy",
+    "TenantConfigs",
+    "ThrottledError",
+    "TransientError",
+    "consumer_name",
+    "id_list",
+    "may_answer",
+]

@@ -1,0 +1,51 @@
+"""The seam between the kit and a platform: what a channel worker implements.
+
+A worker says how to show a prompt, how to turn a shown prompt into its summary, and
+which destination (chat, channel) a target names, for rate limits. Everything else,
+claiming, retries, crash recovery, finalising every prompt once, is the kit's
+(`ChannelWorker`). Adapters raise `askgate.errors.PermanentError` (the target fails),
+`TransientError` (tried again with back-off) or `ThrottledError` (a 429: the
+destination waits) and nothing else for a platform's answers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from askgate.ledger import StalePolicy
+from askgate.models import Target
+from askgate.record import Record
+
+
+@dataclass(frozen=True)
+class SentPrompt:
+    """What the platform said when it took a prompt.
+
+    `ref` is kept in the ledger (shown on the resource, given back to `finalise`).
+    With `message` (the platform's message id), replies to the message are found by
+    the kit's prompt index; `destination` is where the platform says it put it, when
+    that is spelled differently from the target's (a chat's @name vs its id)."""
+
+    ref: dict[str, Any] = field(default_factory=dict)
+    message: str | None = None
+    destination: str | None = None
+
+
+class ChannelAdapter(Protocol):
+    channel: str
+    # What a claim left by a worker that died mid-send means (see ledger.StalePolicy).
+    stale_policy: StalePolicy
+
+    def destination(self, rec: Record, target: Target) -> str:
+        """Where the target shows prompts (a chat or channel id): the rate-limit key."""
+        ...
+
+    async def send_prompt(self, rec: Record, index: int, target: Target) -> SentPrompt:
+        """Show the question at the target."""
+        ...
+
+    async def finalise(self, rec: Record, index: int, target: Target,
+                       ref: dict[str, Any]) -> None:
+        """Turn the shown prompt into its summary (`rec` is final); idempotent."""
+        ...

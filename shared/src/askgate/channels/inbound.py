@@ -1,0 +1,189 @@
+"""What every chat worker needs to take a human's input: which question a message is
+about (the prompt index), platform retries turned into no-ops (dedupe), who may answer,
+multi-select ticks, and one mapping from an answer attempt to what the human is told.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from redis.asyncio import Redis
+
+from askgate import keys
+from askgate.answers import ended_message
+from askgate.errors import AlreadyFinal, IncompleteAnswer, ValidationFailed
+from askgate.i18n import t
+from askgate.models import Responder
+from askgate.record import Record
+from askgate.status import Reason
+from askgate.store import Store
+from askgate.timeutil import now_ms
+
+# Platforms give up redelivering an event well within a day.
+DEDUPE_TTL_S = 86_400
+
+
+@dataclass(frozen=True)
+class PromptRef:
+    question_id: str
+    index: int  # the target's index in the ask
+    kind: str  # "prompt", or what the message asked for ("other": free text)
+
+
+class PromptIndex:
+    """Messages a worker sent → their question, and per destination the questions whose
+    prompt is shown there (newest first), for a plain message that answers one."""
+
+    def __init__(self, redis: Redis, channel: str, keep_s: int) -> None:
+        self.redis = redis
+        self.channel = channel
+        self.keep_s = keep_s
+
+    async def remember(self, tenant: str, destination: str, question_id: str, index: int,
+                       message: str | None = None, kind: str = "prompt") -> None:
+        """A message of ours at `destination` (or, without `message`, a prompt shown
+        there whose message id is not known)."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            if message is not None:
+                pipe.set(keys.prompt_ref(self.channel, tenant, destination, message),
+                         f"{question_id} {index} {kind}", ex=self.keep_s)
+            if kind == "prompt":
+                dest = keys.destination_prompts(self.channel, tenant, destination)
+                pipe.zadd(dest, {question_id: now_ms()})
+                pipe.expire(dest, self.keep_s)
+            await pipe.execute()
+
+    async def lookup(self, tenant: str, destination: str, message: str) -> PromptRef | None:
+        raw = await self.redis.get(keys.prompt_ref(self.channel, tenant, destination, message))
+        if raw is None:
+            return None
+        qid, index, kind = raw.decode().split()
+        return PromptRef(qid, int(index), kind)
+
+    async def shown_at(self, tenant: str, destination: str, limit: int = 10) -> list[str]:
+        """Question ids whose prompt is shown at `destination`, newest first."""
+        dest = keys.destination_prompts(self.channel, tenant, destination)
+        return [q.decode() for q in await self.redis.zrevrange(dest, 0, limit - 1)]
+
+    async def forget(self, tenant: str, destination: str, question_id: str) -> None:
+        await self.redis.zrem(keys.destination_prompts(self.channel, tenant, destination),
+                              question_id)
+
+
+class Dedupe:
+    """Platforms retry (webhooks, events): handle each event id once."""
+
+    def __init__(self, redis: Redis, channel: str) -> None:
+        self.redis = redis
+        self.channel = channel
+
+    async def first(self, scope: str, event_id: str) -> bool:
+        key = keys.inbound_seen(self.channel, scope, event_id)
+        return bool(await self.redis.set(key, b"1", nx=True, ex=DEDUPE_TTL_S))
+
+    async def forget(self, scope: str, event_id: str) -> None:
+        """The event was not handled after all: let the platform's retry run it."""
+        await self.redis.delete(keys.inbound_seen(self.channel, scope, event_id))
+
+
+class Selections:
+    """Options ticked on a multi-select prompt, where the platform keeps no state."""
+
+    def __init__(self, redis: Redis, keep_s: int) -> None:
+        self.redis = redis
+        self.keep_s = keep_s
+
+    async def toggle(self, question_id: str, index: int, option: int) -> set[int]:
+        key = keys.selection(question_id, index)
+        if not await self.redis.srem(key, option):
+            await self.redis.sadd(key, option)
+        await self.redis.expire(key, self.keep_s)
+        return await self.get(question_id, index)
+
+    async def get(self, question_id: str, index: int) -> set[int]:
+        return {int(x) for x in await self.redis.smembers(keys.selection(question_id, index))}
+
+    async def clear(self, question_id: str, indexes: Collection[int]) -> None:
+        if indexes:
+            await self.redis.delete(*(keys.selection(question_id, i) for i in indexes))
+
+
+def may_answer(user_id: str, *, target_allowed: Collection[str] | None,
+               tenant_allowed: Collection[str], private: bool) -> bool:
+    """The target's own allow-list when it has one; else anyone in a private chat (the
+    chat is the person) and the tenant's allow-list in a shared room."""
+    if target_allowed is not None:
+        return user_id in {str(x) for x in target_allowed}
+    return private or user_id in {str(x) for x in tenant_allowed}
+
+
+Kind = Literal["answered", "skipped", "ended", "incomplete", "invalid", "refused"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """An answer attempt's result and what the human is told (in the ask's locale)."""
+
+    kind: Kind
+    text: str
+    record: Record
+    missing: tuple[str, ...] = ()
+
+    @property
+    def accepted(self) -> bool:
+        """This input ended the question."""
+        return self.kind in ("answered", "skipped")
+
+
+class Answering:
+    """Answer attempts from a chat, all through the store's one atomic transition."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def answer(self, rec: Record, answers: Mapping[str, list[str]],
+                     responder: Responder) -> Outcome:
+        try:
+            done = await self.store.answer(rec.tenant, rec.id, answers, responder)
+        except AlreadyFinal as exc:
+            return Outcome("ended", exc.message, rec)
+        except IncompleteAnswer as exc:
+            return Outcome("incomplete", exc.message, rec, tuple(exc.missing))
+        except ValidationFailed as exc:
+            return Outcome("invalid", exc.message, rec)
+        return Outcome("answered", t(rec.locale, "submitted"), done)
+
+    async def skip(self, rec: Record, responder: Responder) -> Outcome:
+        try:
+            done = await self.store.end(rec.tenant, rec.id, Reason.SKIPPED, responder)
+        except AlreadyFinal as exc:
+            return Outcome("ended", exc.message, rec)
+        return Outcome("skipped", t(rec.locale, "summary_skipped"), done)
+
+    async def reply(self, rec: Record, text: str, responder: Responder) -> Outcome:
+        """A plain-text message read by the shared parser; a partial one gets the
+        correction that names what is missing."""
+        try:
+            done, parsed = await self.store.apply_reply(rec, text, responder)
+        except AlreadyFinal as exc:
+            return Outcome("ended", exc.message, rec)
+        except ValidationFailed as exc:
+            return Outcome("invalid", exc.message, rec)
+        if parsed.kind == "incomplete":
+            return Outcome("incomplete", parsed.message or t(rec.locale, "ended"), rec,
+                           tuple(parsed.missing))
+        if parsed.kind == "skip":
+            return Outcome("skipped", t(rec.locale, "summary_skipped"), done)
+        return Outcome("answered", t(rec.locale, "submitted"), done)
+
+    @staticmethod
+    def ended(rec: Record) -> Outcome:
+        """The question had already ended when the input arrived."""
+        return Outcome("ended", ended_message(rec.status, rec.reason, rec.locale),
+                       rec)
+
+    @staticmethod
+    def refused(rec: Record) -> Outcome:
+        return Outcome("refused", t(rec.locale, "not_allowed"), rec)

@@ -1,0 +1,266 @@
+"""`ChannelWorker`: delivery and finalisation for every target of one channel, written
+once. `handle(event)` is the stream consumer's handler.
+
+- `question.created`: each of the question's targets on this channel is claimed in the
+  ledger, sent by the adapter, and confirmed with the platform's ref. Targets run
+  concurrently (bounded by `concurrency`); a destination under a 429 waits alone
+  (`RateGate`). A transient failure is retried here after a short back-off, a few times,
+  before the stream entry is left for a later round; every counted try uses up one of
+  `max_claims`, after which the target fails. A permanent failure fails the target at
+  once; when no target can show the question, it ends as delivery_failed.
+- `question.resolved`: every delivered prompt that is not yet a summary is finalised by
+  the adapter, then marked in the ledger, so a replayed event edits nothing twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from askgate.channels.adapter import ChannelAdapter
+from askgate.channels.inbound import PromptIndex, Selections
+from askgate.consumer import Event, RetryLater
+from askgate.errors import PermanentError, ThrottledError, TransientError
+from askgate.events import QuestionCreated, QuestionResolved
+from askgate.ledger import StalePolicy
+from askgate.models import Target
+from askgate.record import Record
+from askgate.status import DeliveryState
+from askgate.store import Store
+
+log = structlog.get_logger("askgate.channels")
+
+# 429s in a row that one handling of a target absorbs before leaving it for later.
+MAX_THROTTLES = 5
+
+
+@dataclass(frozen=True)
+class DeliveryPolicy:
+    # A claim's lease: longer than one platform call can take (the adapter's timeout),
+    # so a live sender is never taken for a dead one.
+    lease_ms: int = 60_000
+    # Counted tries of a target before it fails (a 429 does not count).
+    max_claims: int = 5
+    # Back-off between tries within one handling; after the last, the entry waits for
+    # the consumer's reclaim (a platform that stays down is not hammered).
+    retry_delays_s: tuple[float, ...] = (0.5, 2.0, 5.0)
+    # A 429 asking for longer than this leaves the entry for a later round instead of
+    # holding a handler.
+    max_wait_s: float = 60.0
+    # Platform calls in flight at once in this process.
+    concurrency: int = 32
+
+
+class RateGate:
+    """Honours 429s per destination: a destination told to wait holds only its own calls."""
+
+    def __init__(self) -> None:
+        self._not_before: dict[str, float] = {}
+
+    def wait_s(self, destination: str) -> float:
+        until = self._not_before.get(destination)
+        if until is None:
+            return 0.0
+        left = until - time.monotonic()
+        if left <= 0:
+            del self._not_before[destination]
+            return 0.0
+        return left
+
+    def block(self, destination: str, seconds: float) -> None:
+        until = time.monotonic() + max(0.0, seconds)
+        self._not_before[destination] = max(until, self._not_before.get(destination, 0.0))
+
+
+class Later(Exception):
+    """A target left for a later round (the stream entry stays pending)."""
+
+
+class ChannelWorker:
+    def __init__(self, adapter: ChannelAdapter, store: Store, *, owner: str,
+                 policy: DeliveryPolicy | None = None, keep_s: int = 86_400) -> None:
+        self.adapter = adapter
+        self.channel = adapter.channel
+        self.store = store
+        self.ledger = store.ledger
+        self.owner = owner  # this process, in the claims it writes
+        self.policy = policy or DeliveryPolicy()
+        self.gate = RateGate()
+        self.prompts = PromptIndex(store.redis, self.channel, keep_s)
+        self.selections = Selections(store.redis, keep_s)
+        self._slots = asyncio.Semaphore(self.policy.concurrency)
+
+    async def handle(self, event: Event) -> None:
+        payload = event.payload
+        if isinstance(payload, QuestionCreated):
+            await self.deliver(payload.question_id)
+        elif isinstance(payload, QuestionResolved):
+            await self.finalise(payload.question_id)
+
+    # -- delivery ------------------------------------------------------------------------
+
+    async def deliver(self, question_id: str) -> None:
+        rec = await self.store.load(question_id)
+        if rec is None or not rec.pending:
+            return  # gone, or ended before it could be shown: nothing to show
+        targets = rec.targets_of(self.channel)
+        outcomes = await asyncio.gather(
+            *(self._deliver(rec, i, tg) for i, tg in targets), return_exceptions=True)
+        # The question may have ended while we were sending: its resolved event found
+        # no prompt of ours yet, so make sure ours show the summary.
+        rec = await self.store.load(question_id)
+        if rec is not None and not rec.pending:
+            await self._finalise(rec)
+        later = [i for (i, _), out in zip(targets, outcomes, strict=True) if out is not None]
+        for out in outcomes:
+            if isinstance(out, BaseException) and not isinstance(out, Later):
+                raise out
+        if later:
+            raise RetryLater(f"{question_id}: {self.channel} targets {later} later")
+
+    async def _deliver(self, rec: Record, index: int, target: Target) -> None:
+        """Show one target's prompt, or settle it as failed. Raises Later to leave it."""
+        p = self.policy
+        bound = log.bind(question_id=rec.id, tenant=rec.tenant, channel=self.channel,
+                         target=index)
+        destination = self.adapter.destination(rec, target)
+        tries = throttles = 0
+        while True:
+            wait = self.gate.wait_s(destination)
+            if wait > p.max_wait_s:
+                raise Later()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            claim = await self.ledger.claim(rec, index, owner=self.owner, lease_ms=p.lease_ms,
+                                            on_stale=self.adapter.stale_policy)
+            if claim.outcome == "busy":
+                bound.info("prompt.claimed_elsewhere", lease_left_ms=claim.wait_ms)
+                raise Later()
+            if claim.outcome == "assumed":
+                bound.warning("prompt.assumed_shown", why="the sending worker stopped")
+                await self.prompts.remember(rec.tenant, destination, rec.id, index)
+                return
+            if claim.outcome != "claimed":
+                return  # delivered, failed, or the question ended or is gone
+            try:
+                async with self._slots:
+                    sent = await self.adapter.send_prompt(rec, index, target)
+            except ThrottledError as exc:
+                self.gate.block(destination, exc.retry_after_s or 0.0)
+                await self.ledger.release(rec, index, owner=self.owner, error=exc.message,
+                                          max_claims=p.max_claims, counted=False)
+                throttles += 1
+                bound.info("prompt.throttled", retry_after_s=exc.retry_after_s)
+                if throttles >= MAX_THROTTLES:
+                    raise Later() from exc
+                continue
+            except PermanentError as exc:
+                done = await self.ledger.fail(rec, index, error=exc.message, owner=self.owner)
+                bound.warning("prompt.failed", error=exc.message,
+                              question_ended=done.question_ended)
+                return
+            except TransientError as exc:
+                if exc.maybe_sent and self.adapter.stale_policy == StalePolicy.ASSUME_SHOWN:
+                    # No idempotency key on this platform: a resend could show it twice.
+                    await self.ledger.confirm(rec, index, owner=self.owner,
+                                              ref={"unconfirmed": True})
+                    await self.prompts.remember(rec.tenant, destination, rec.id, index)
+                    bound.warning("prompt.in_doubt", error=exc.message)
+                    return
+                if exc.retry_after_s:
+                    self.gate.block(destination, exc.retry_after_s or 0.0)
+                settled = await self.ledger.release(rec, index, owner=self.owner,
+                                                    error=exc.message, max_claims=p.max_claims)
+                if settled.state == DeliveryState.FAILED:
+                    bound.warning("prompt.failed", error=exc.message, tries=claim.attempt,
+                                  question_ended=settled.question_ended)
+                    return
+                bound.info("prompt.retry", error=exc.message, tries=claim.attempt)
+                if tries >= len(p.retry_delays_s):
+                    raise Later() from exc
+                await asyncio.sleep(p.retry_delays_s[tries])
+                tries += 1
+                continue
+            except Exception:
+                # A bug or an unexpected error: hand the claim back (counted), log it
+                # through the consumer, and retry with the entry.
+                await self.ledger.release(rec, index, owner=self.owner, error="internal error",
+                                          max_claims=p.max_claims)
+                raise
+            settled = await self.ledger.confirm(rec, index, owner=self.owner, ref=sent.ref)
+            if not settled.ok:
+                bound.warning("prompt.claim_lost", state=settled.state)
+            await self.prompts.remember(rec.tenant, sent.destination or destination, rec.id,
+                                        index, sent.message)
+            bound.info("prompt.sent", attempt=claim.attempt)
+            return
+
+    # -- finalisation ----------------------------------------------------------------------
+
+    async def finalise(self, question_id: str) -> None:
+        rec = await self.store.load(question_id)
+        if rec is not None and not rec.pending:
+            await self._finalise(rec)
+
+    async def _finalise(self, rec: Record) -> None:
+        targets = rec.targets_of(self.channel)
+        outcomes = await asyncio.gather(
+            *(self._finalise_one(rec, i, tg) for i, tg in targets), return_exceptions=True)
+        for _, tg in targets:
+            await self.prompts.forget(rec.tenant, self.adapter.destination(rec, tg), rec.id)
+        await self.selections.clear(rec.id, [i for i, _ in targets])
+        for out in outcomes:
+            if isinstance(out, Later):
+                raise RetryLater(f"{rec.id}: {self.channel} summaries later")
+            if isinstance(out, BaseException):
+                raise out
+
+    async def _finalise_one(self, rec: Record, index: int, target: Target) -> None:
+        delivery = rec.delivery(index)
+        if delivery.state != DeliveryState.DELIVERED or delivery.summary:
+            return
+        await self.finalise_prompt(rec, index, target, delivery.ref)
+
+    async def finalise_prompt(self, rec: Record, index: int, target: Target,
+                              ref: dict[str, Any]) -> None:
+        """Edit one shown prompt into its summary (also for inbound handlers that find
+        an ended question's prompt); marked in the ledger once done."""
+        p = self.policy
+        destination = self.adapter.destination(rec, target)
+        tries = throttles = 0
+        outcome = "done"
+        while True:
+            wait = self.gate.wait_s(destination)
+            if wait > p.max_wait_s:
+                raise Later()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            try:
+                async with self._slots:
+                    await self.adapter.finalise(rec, index, target, ref)
+            except ThrottledError as exc:
+                self.gate.block(destination, exc.retry_after_s or 0.0)
+                throttles += 1
+                if throttles >= MAX_THROTTLES:
+                    raise Later() from exc
+                continue
+            except TransientError as exc:
+                if tries >= len(p.retry_delays_s):
+                    raise Later() from exc
+                await asyncio.sleep(p.retry_delays_s[tries])
+                tries += 1
+                continue
+            except PermanentError as exc:
+                # The message was deleted, the bot removed: nothing left to edit.
+                log.warning("prompt.finalise_failed", question_id=rec.id, target=index,
+                            channel=self.channel, error=exc.message)
+                outcome = "failed"
+            break
+        if await self.ledger.mark_summary(rec, index, outcome):
+            log.info("prompt.finalised", question_id=rec.id, tenant=rec.tenant,
+                     channel=self.channel, target=index, status=rec.status.value,
+                     reason=rec.reason.value if rec.reason else None)

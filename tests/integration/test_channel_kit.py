@@ -1,0 +1,258 @@
+"""The channel kit on real Redis, with a recording adapter at the seam (the platform):
+claims, retries, 429s, permanent failures, crash recovery, finalisation, and one slow
+destination never holding the others."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from askgate import keys
+from askgate.channels import (
+    ChannelService,
+    ChannelSettings,
+    PermanentError,
+    SentPrompt,
+    StalePolicy,
+    ThrottledError,
+    TransientError,
+)
+from askgate.models import QuestionCreate, SlackTarget, Target
+from askgate.record import Record
+from askgate.redis_server import RedisProcess
+from askgate.store import Store
+from redis.asyncio import Redis
+
+from tests.conftest import SECRET, Tenant, ask_body
+
+WAIT_S = 10.0
+Script = Callable[[str], Exception | None]  # destination → what the platform does now
+
+
+@dataclass
+class Platform:
+    """A chat platform as the adapter sees it: it records every prompt and summary, and
+    fails calls as each destination's script says."""
+
+    scripts: dict[str, list[Exception | None]] = field(default_factory=dict)
+    prompts: list[tuple[str, str]] = field(default_factory=list)  # (question id, dest)
+    summaries: list[tuple[str, str]] = field(default_factory=list)
+    hold: dict[str, asyncio.Event] = field(default_factory=dict)
+
+    async def call(self, dest: str) -> None:
+        if dest in self.hold:
+            await self.hold[dest].wait()
+        script = self.scripts.get(dest)
+        if script:
+            exc = script.pop(0)
+            if exc is not None:
+                raise exc
+
+
+class RecordingAdapter:
+    channel = "slack"
+
+    def __init__(self, platform: Platform, policy: StalePolicy = StalePolicy.RESEND) -> None:
+        self.platform = platform
+        self.stale_policy = policy
+
+    def destination(self, rec: Record, target: Target) -> str:
+        assert isinstance(target, SlackTarget)
+        return target.channel_id
+
+    async def send_prompt(self, rec: Record, index: int, target: Target) -> SentPrompt:
+        dest = self.destination(rec, target)
+        await self.platform.call(dest)
+        self.platform.prompts.append((rec.id, dest))
+        return SentPrompt(ref={"ts": str(len(self.platform.prompts))},
+                          message=str(len(self.platform.prompts)))
+
+    async def finalise(self, rec: Record, index: int, target: Target,
+                       ref: dict[str, Any]) -> None:
+        self.platform.summaries.append((rec.id, self.destination(rec, target)))
+
+
+def settings(url: str, **overrides: Any) -> ChannelSettings:
+    values: dict[str, Any] = {
+        "redis_url": url, "secret_key": SECRET, "timeout_min_s": 1, "consumer_block_ms": 50,
+        "consumer_claim_every_s": 0.1, "consumer_claim_idle_ms": 200,
+        "delivery_backoff_s": 0.01, **overrides,
+    }
+    return ChannelSettings(**values)
+
+
+@pytest.fixture
+async def services(redis_server: RedisProcess, redis: Redis
+                   ) -> AsyncIterator[Callable[..., Any]]:
+    started: list[ChannelService] = []
+
+    async def start(platform: Platform, policy: StalePolicy = StalePolicy.RESEND,
+                    **overrides: Any) -> ChannelService:
+        service = ChannelService("slack", settings(redis_server.url, **overrides))
+        service.use(RecordingAdapter(platform, policy))
+        await service.start()
+        started.append(service)
+        return service
+
+    yield start
+    for service in started:
+        await service.close()
+
+
+async def eventually(check: Callable[[], Any], what: str) -> Any:
+    deadline = asyncio.get_running_loop().time() + WAIT_S
+    while True:
+        value = check()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+async def ask(store: Store, tenant: Tenant, *channels: str, session: str = "s") -> Record:
+    targets = [{"channel": "slack", "channel_id": c} for c in channels]
+    rec, _ = await store.create(tenant.id, QuestionCreate.model_validate(
+        ask_body(session, targets=targets)), max_pending=10**6, asks_per_s=10**6)
+    return rec
+
+
+async def delivered(store: Store, qid: str, index: int = 0) -> bool:
+    rec = await store.load(qid)
+    assert rec is not None
+    return rec.delivery(index).state == "delivered"
+
+
+async def test_transient_failures_are_retried_into_one_prompt(
+    services: Any, settings_store: Store, tenant: Tenant
+) -> None:
+    """Two 502s, then success: exactly one prompt, delivered after the quick retries."""
+    platform = Platform(scripts={"C1": [TransientError("HTTP 502"), TransientError("reset")]})
+    await services(platform)
+    rec = await ask(settings_store, tenant, "C1")
+    await eventually(lambda: delivered(settings_store, rec.id), "delivered")
+    assert platform.prompts == [(rec.id, "C1")]
+    delivery = (await settings_store.load(rec.id)).delivery(0)  # type: ignore[union-attr]
+    assert delivery.attempts == 3
+
+
+async def test_permanent_failure_ends_an_ask_nobody_can_see(
+    services: Any, settings_store: Store, tenant: Tenant
+) -> None:
+    """channel_not_found on the only target: failed at once, the ask delivery_failed."""
+    await services(Platform(scripts={"C1": [PermanentError("channel_not_found")]}))
+    rec = await ask(settings_store, tenant, "C1")
+
+    async def ended() -> bool:
+        loaded = await settings_store.load(rec.id)
+        return loaded is not None and loaded.reason == "delivery_failed"
+
+    await eventually(ended, "delivery_failed")
+    done = await settings_store.load(rec.id)
+    assert done is not None and done.delivery(0).error == "channel_not_found"
+
+
+async def test_a_429_waits_and_posts_once(services: Any, settings_store: Store,
+                                          tenant: Tenant) -> None:
+    """A 429 holds its destination for retry_after, then one prompt; no try is used up."""
+    platform = Platform(scripts={"C1": [ThrottledError("ratelimited", 0.2)]})
+    await services(platform, delivery_max_claims=1)
+    rec = await ask(settings_store, tenant, "C1")
+    await eventually(lambda: delivered(settings_store, rec.id), "delivered")
+    assert platform.prompts == [(rec.id, "C1")]
+
+
+async def test_slow_destination_does_not_hold_the_others(
+    services: Any, settings_store: Store, tenant: Tenant
+) -> None:
+    """While one destination hangs, prompts for other destinations go out."""
+    platform = Platform(hold={"SLOW": asyncio.Event()})
+    await services(platform)
+    slow = await ask(settings_store, tenant, "SLOW", session="a")
+
+    async def sending() -> bool:
+        rec = await settings_store.load(slow.id)
+        return rec is not None and rec.delivery(0).state == "sending"
+
+    await eventually(sending, "the slow prompt in flight")
+    fast = [await ask(settings_store, tenant, f"C{i}", session=f"b{i}") for i in range(3)]
+    await eventually(lambda: len(platform.prompts) == 3, "the three other prompts")
+    assert {q for q, _ in platform.prompts} == {r.id for r in fast}
+    platform.hold["SLOW"].set()
+    await eventually(lambda: delivered(settings_store, slow.id), "the slow one")
+
+
+async def test_ended_question_finalises_each_prompt_once(
+    services: Any, settings_store: Store, tenant: Tenant, redis: Redis
+) -> None:
+    """When the question ends every prompt becomes its summary once, even if the
+    resolved event is handled again."""
+    platform = Platform()
+    await services(platform)
+    rec = await ask(settings_store, tenant, "C1", "C2")
+    await eventually(lambda: len(platform.prompts) == 2, "two prompts")
+    await eventually(lambda: delivered(settings_store, rec.id, 1), "confirmed")
+    await settings_store.answer(tenant.id, rec.id, {"deploy_target": ["Production"]})
+    await eventually(lambda: len(platform.summaries) == 2, "two summaries")
+    stream = keys.events(keys.shard_of(rec.id), "slack")
+    await redis.xadd(stream, {"type": "question.resolved", "id": rec.id,
+                              "status": "answered", "reason": ""})
+    marker = await redis.xadd(stream, {"type": "question.created", "id": rec.id})
+
+    async def handled() -> bool:
+        groups = {g["name"].decode(): g for g in await redis.xinfo_groups(stream)}
+        group = groups[keys.group("slack")]
+        return bool(group["last-delivered-id"] == marker and group["pending"] == 0)
+
+    await eventually(handled, "the replayed entries")
+    assert sorted(platform.summaries) == sorted([(rec.id, "C1"), (rec.id, "C2")])
+    assert len(platform.prompts) == 2
+
+
+async def test_claim_left_by_a_dead_worker_is_resent_once(
+    services: Any, settings_store: Store, tenant: Tenant
+) -> None:
+    """A worker that died mid-send leaves a claim; after its lease the next worker sends
+    the prompt (resend policy) exactly once."""
+    rec = await ask(settings_store, tenant, "C1")
+    loaded = await settings_store.load(rec.id)
+    assert loaded is not None
+    await settings_store.ledger.claim(loaded, 0, owner="dead-worker", lease_ms=300,
+                                      on_stale=StalePolicy.RESEND)
+    platform = Platform()
+    await services(platform)
+    await eventually(lambda: delivered(settings_store, rec.id), "delivered")
+    assert platform.prompts == [(rec.id, "C1")]
+
+
+async def test_maybe_sent_is_assumed_shown_where_a_resend_could_double(
+    services: Any, settings_store: Store, tenant: Tenant
+) -> None:
+    """A timeout after sending, on a platform without idempotency: counted as shown,
+    never sent twice."""
+    platform = Platform(scripts={"C1": [TransientError("read timeout", maybe_sent=True)]})
+    await services(platform, StalePolicy.ASSUME_SHOWN)
+    rec = await ask(settings_store, tenant, "C1")
+    await eventually(lambda: delivered(settings_store, rec.id), "delivered")
+    delivery = (await settings_store.load(rec.id)).delivery(0)  # type: ignore[union-attr]
+    assert delivery.ref == {"unconfirmed": True} and platform.prompts == []
+
+
+async def test_channel_is_live_while_a_worker_runs(
+    services: Any, redis: Redis
+) -> None:
+    """A started worker marks its channel live; the mark goes when it is not renewed."""
+    service = await services(Platform())
+    assert await redis.exists(keys.channel_live("slack"))
+    await service.close()
+    assert 0 < await redis.pttl(keys.channel_live("slack")) <= 15_000
+
+
+@pytest.fixture
+def settings_store(redis: Redis, redis_server: RedisProcess) -> Store:
+    return Store(redis, settings(redis_server.url))

@@ -1,0 +1,1 @@
+"""Helpers shared by every test layer (no fixtures here: those live in conftest.py)."""
