@@ -27,8 +27,8 @@ from askgate.store import Store
 from redis.asyncio import Redis
 
 from tests.conftest import SECRET, Tenant, ask_body
+from tests.support.waiting import eventually
 
-WAIT_S = 10.0
 Script = Callable[[str], Exception | None]  # destination → what the platform does now
 
 
@@ -100,19 +100,6 @@ async def services(redis_server: RedisProcess, redis: Redis
     yield start
     for service in started:
         await service.close()
-
-
-async def eventually(check: Callable[[], Any], what: str) -> Any:
-    deadline = asyncio.get_running_loop().time() + WAIT_S
-    while True:
-        value = check()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.01)
 
 
 async def ask(store: Store, tenant: Tenant, *channels: str, session: str = "s") -> Record:

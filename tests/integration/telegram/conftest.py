@@ -7,7 +7,6 @@ its real webhook handler the way Telegram would.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -21,6 +20,7 @@ from redis.asyncio import Redis
 
 from tests.conftest import SECRET, Tenant, ask_body
 from tests.integration.telegram.fake_bot_api import FakeBotAPI, Msg
+from tests.support.waiting import eventually as support_eventually
 
 TOKEN = "123456:TEST-token-abcdefghijklmnopqrstuvwxyz"
 WEBHOOK_SECRET = "hook-secret-0123456789"
@@ -44,16 +44,7 @@ def tg_settings(redis_url: str, api_base: str, **overrides: Any) -> TelegramSett
 async def eventually(check: Callable[[], Awaitable[Any] | Any], what: str,
                      wait_s: float = WAIT_S) -> Any:
     """Poll `check` until it returns something truthy; fail naming `what` after wait_s."""
-    deadline = asyncio.get_running_loop().time() + wait_s
-    while True:
-        value = check()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
+    return await support_eventually(check, what, wait_s)
 
 
 class Harness:

@@ -44,12 +44,12 @@ class ChannelSettings(Settings):
     consumer_claim_every_s: float = Field(5.0, gt=0)
     # The delivery ledger (askgate.channels.worker.DeliveryPolicy).
     delivery_lease_ms: int = Field(60_000, ge=10)
-    delivery_max_claims: int = Field(5, ge=1, le=100)
+    delivery_max_claims: int = Field(10, ge=1, le=100)
     delivery_concurrency: int = Field(32, ge=1, le=1024)
     delivery_max_wait_s: float = Field(60.0, gt=0)
     # Quick tries within one handling after a transient failure, the first after
     # delivery_backoff_s and each later one three times as long (at most 10 s).
-    delivery_retries: int = Field(3, ge=0, le=10)
+    delivery_retries: int = Field(2, ge=0, le=10)
     delivery_backoff_s: float = Field(0.5, ge=0)
     # How often tenants' channel credentials are re-read.
     channel_refresh_s: float = Field(30.0, gt=0)

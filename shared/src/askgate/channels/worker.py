@@ -43,11 +43,12 @@ class DeliveryPolicy:
     # A claim's lease: longer than one platform call can take (the adapter's timeout),
     # so a live sender is never taken for a dead one.
     lease_ms: int = 60_000
-    # Counted tries of a target before it fails (a 429 does not count).
-    max_claims: int = 5
+    # Counted tries of a target before it fails (a 429 does not count): with 3 tries a
+    # round and a round per reclaim (30 s), a platform may be down for about 2 minutes.
+    max_claims: int = 10
     # Back-off between tries within one handling; after the last, the entry waits for
     # the consumer's reclaim (a platform that stays down is not hammered).
-    retry_delays_s: tuple[float, ...] = (0.5, 2.0, 5.0)
+    retry_delays_s: tuple[float, ...] = (0.5, 1.5)
     # A 429 asking for longer than this leaves the entry for a later round instead of
     # holding a handler.
     max_wait_s: float = 60.0
@@ -101,6 +102,14 @@ class ChannelWorker:
         elif isinstance(payload, QuestionResolved):
             await self.finalise(payload.question_id)
 
+    async def _turn(self, destination: str) -> None:
+        """Wait out the destination's 429, or leave the work for later when it is long."""
+        wait = self.gate.wait_s(destination)
+        if wait > self.policy.max_wait_s:
+            raise Later()
+        if wait > 0:
+            await asyncio.sleep(wait)
+
     # -- delivery ------------------------------------------------------------------------
 
     async def deliver(self, question_id: str) -> None:
@@ -130,11 +139,7 @@ class ChannelWorker:
         destination = self.adapter.destination(rec, target)
         tries = throttles = 0
         while True:
-            wait = self.gate.wait_s(destination)
-            if wait > p.max_wait_s:
-                raise Later()
-            if wait > 0:
-                await asyncio.sleep(wait)
+            await self._turn(destination)
             claim = await self.ledger.claim(rec, index, owner=self.owner, lease_ms=p.lease_ms,
                                             on_stale=self.adapter.stale_policy)
             if claim.outcome == "busy":
@@ -234,11 +239,7 @@ class ChannelWorker:
         tries = throttles = 0
         outcome = "done"
         while True:
-            wait = self.gate.wait_s(destination)
-            if wait > p.max_wait_s:
-                raise Later()
-            if wait > 0:
-                await asyncio.sleep(wait)
+            await self._turn(destination)
             try:
                 async with self._slots:
                     await self.adapter.finalise(rec, index, target, ref)
