@@ -174,10 +174,12 @@ def inbound_seen(channel: str, scope: str, event_id: str) -> str:
     return f"{PREFIX}:ch:{channel}:seen:{scope}:{event_id}"
 
 
-def selection(question_id: str, target_index: int) -> str:
-    """SET of option indexes ticked on a multi-select prompt (chat platforms without a
-    native multi-select control)."""
-    return f"{PREFIX}:ch:sel:{question_id}:{target_index}"
+def selection(question_id: str, target_index: int, part: int = 0) -> str:
+    """SET of option indexes picked on a prompt, per question of the ask (`part`, its
+    position): ticks where the platform has no native multi-select, or each question's
+    pick where one prompt carries several questions."""
+    suffix = f":{part}" if part else ""
+    return f"{PREFIX}:ch:sel:{question_id}:{target_index}{suffix}"
 
 
 # The Lua side of the names above, for scripts that find a question's related keys from

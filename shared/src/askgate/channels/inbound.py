@@ -23,6 +23,8 @@ from askgate.timeutil import now_ms
 
 # Platforms give up redelivering an event well within a day.
 DEDUPE_TTL_S = 86_400
+# An ask has at most this many questions (models.AskInput): the parts of a selection.
+MAX_QUESTIONS = 3
 
 
 @dataclass(frozen=True)
@@ -89,34 +91,56 @@ class Dedupe:
 
 
 class Selections:
-    """Options ticked on a multi-select prompt, where the platform keeps no state."""
+    """Options picked on a prompt, where the platform keeps no state: ticks on a
+    multi-select, or each question's pick on a prompt that carries several (`part`: the
+    question's position in the ask)."""
 
     def __init__(self, redis: Redis, keep_s: int) -> None:
         self.redis = redis
         self.keep_s = keep_s
 
-    async def toggle(self, question_id: str, index: int, option: int) -> set[int]:
-        key = keys.selection(question_id, index)
+    async def toggle(self, question_id: str, index: int, option: int, part: int = 0
+                     ) -> set[int]:
+        key = keys.selection(question_id, index, part)
         if not await self.redis.srem(key, option):
             await self.redis.sadd(key, option)
         await self.redis.expire(key, self.keep_s)
-        return await self.get(question_id, index)
+        return await self.get(question_id, index, part)
 
-    async def get(self, question_id: str, index: int) -> set[int]:
-        return {int(x) for x in await self.redis.smembers(keys.selection(question_id, index))}
+    async def put(self, question_id: str, index: int, options: Collection[int],
+                  part: int = 0) -> None:
+        """The whole selection at once (a platform's native select reports all of it)."""
+        key = keys.selection(question_id, index, part)
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.delete(key)
+            if options:
+                pipe.sadd(key, *options)
+                pipe.expire(key, self.keep_s)
+            await pipe.execute()
+
+    async def get(self, question_id: str, index: int, part: int = 0) -> set[int]:
+        return {int(x) for x in await self.redis.smembers(
+            keys.selection(question_id, index, part))}
 
     async def clear(self, question_id: str, indexes: Collection[int]) -> None:
         if indexes:
-            await self.redis.delete(*(keys.selection(question_id, i) for i in indexes))
+            await self.redis.delete(*(keys.selection(question_id, i, part)
+                                      for i in indexes for part in range(MAX_QUESTIONS)))
 
 
 def may_answer(user_id: str, *, target_allowed: Collection[str] | None,
-               tenant_allowed: Collection[str], private: bool) -> bool:
+               tenant_allowed: Collection[str], private: bool, roles: Collection[str] = (),
+               target_roles: Collection[str] | None = None,
+               tenant_roles: Collection[str] = ()) -> bool:
     """The target's own allow-list when it has one; else anyone in a private chat (the
-    chat is the person) and the tenant's allow-list in a shared room."""
-    if target_allowed is not None:
-        return user_id in {str(x) for x in target_allowed}
-    return private or user_id in {str(x) for x in tenant_allowed}
+    chat is the person) and the tenant's allow-list in a shared room. On platforms with
+    roles (Discord), a role the person holds that is on the list counts like their id."""
+    held = {str(r) for r in roles}
+    if target_allowed is not None or target_roles is not None:
+        return (user_id in {str(x) for x in target_allowed or ()}
+                or bool(held & {str(r) for r in target_roles or ()}))
+    return (private or user_id in {str(x) for x in tenant_allowed}
+            or bool(held & {str(r) for r in tenant_roles}))
 
 
 Kind = Literal["answered", "skipped", "ended", "incomplete", "invalid", "refused"]
@@ -150,7 +174,11 @@ class Answering:
         except AlreadyFinal as exc:
             return Outcome("ended", exc.message, rec)
         except IncompleteAnswer as exc:
-            return Outcome("incomplete", exc.message, rec, tuple(exc.missing))
+            # The API's message names the answers field; a person is told the questions.
+            named = " / ".join(f"{q.header}: {q.question}" for q in rec.questions
+                               if q.id in exc.missing)
+            return Outcome("incomplete", t(rec.locale, "missing", questions=named), rec,
+                           tuple(exc.missing))
         except ValidationFailed as exc:
             return Outcome("invalid", exc.message, rec)
         return Outcome("answered", t(rec.locale, "submitted"), done)
