@@ -187,6 +187,19 @@ BAD_ASKS = [
         id="target-channel-unknown",
     ),
     pytest.param(
+        ask(targets=[{"channel": "discord", "channel_id": "#general"}]),
+        "targets[0].channel_id must be a Discord channel id (digits, e.g. "
+        "1234567890123456789): in Discord, Developer Mode on, right-click the channel, "
+        "Copy Channel ID",
+        id="discord-channel-not-an-id",
+    ),
+    pytest.param(
+        ask(targets=[{"channel": "discord", "channel_id": "1", "allowed_role_ids": ["2", "ops"]}]),
+        "targets[0].allowed_role_ids[1] must be a Discord user or role id (digits, e.g. "
+        "80351110224678912), got 'ops'",
+        id="discord-role-not-an-id",
+    ),
+    pytest.param(
         without(lambda b: b, "session"),
         "session is required",
         id="session-missing",

@@ -229,10 +229,42 @@ class SlackTarget(Strict):
     allowed_user_ids: list[str] | None = None
 
 
+SNOWFLAKE_RE = regex.compile(r"^[0-9]{1,20}$")
+
+
+def _snowflake(v: Any) -> Any:
+    return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+
 class DiscordTarget(Strict):
+    """Who may answer: the listed users, or anyone holding a listed role; with neither
+    list, the tenant's lists (`askgate tenant channel T discord allowed_user_ids=…`)."""
+
     channel: Literal["discord"]
-    channel_id: Text200
+    channel_id: str
     allowed_user_ids: list[str] | None = None
+    allowed_role_ids: list[str] | None = None
+
+    @field_validator("channel_id", mode="before")
+    @classmethod
+    def _channel_id(cls, v: Any) -> Any:
+        v = _snowflake(v)
+        if isinstance(v, str) and not SNOWFLAKE_RE.match(v.strip()):
+            raise _err("must be a Discord channel id (digits, e.g. 1234567890123456789): "
+                       "in Discord, Developer Mode on, right-click the channel, Copy Channel ID")
+        return v.strip() if isinstance(v, str) else v
+
+    @field_validator("allowed_user_ids", "allowed_role_ids", mode="before")
+    @classmethod
+    def _ids(cls, v: Any) -> Any:
+        if not isinstance(v, list):
+            return v
+        out = [_snowflake(x) for x in v]
+        for i, x in enumerate(out):
+            if not isinstance(x, str) or not SNOWFLAKE_RE.match(x):
+                raise _err(f"[{i}] must be a Discord user or role id (digits, e.g. "
+                           f"80351110224678912), got {x!r}")
+        return out
 
 
 class WebTarget(Strict):
@@ -393,6 +425,8 @@ def describe_errors(errors: list[Any]) -> list[str]:
                 lines.append(msg)
             elif msg.startswith("options[") and path != "body":
                 lines.append(f"{path}.{msg}")
+            elif msg.startswith("["):  # a list's item, named by its index
+                lines.append(f"{path}{msg}")
             else:
                 lines.append(f"{path} {msg}")
         elif kind == "int_from_float":
