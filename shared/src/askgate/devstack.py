@@ -28,6 +28,7 @@ SERVICES: list[tuple[str, str, str | None]] = [
     ("webhooks", "askgate_webhooks", None),
     ("text", "askgate_text", None),
     ("telegram", "askgate_telegram", None),
+    ("discord", "askgate_discord", None),
 ]
 
 

@@ -50,6 +50,8 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "panel_title": "Your agent asks",
         "question_bar": "Open the question",
         "reconnecting": "Reconnecting…",
+        "choose": "Choose…",
+        "choose_then_submit": "Choose an answer for each question, then Submit.",
     },
     "tr": {
         "submitted": "Cevap gönderildi.",
@@ -98,6 +100,8 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "panel_title": "Ajanınız soruyor",
         "question_bar": "Soruyu aç",
         "reconnecting": "Yeniden bağlanılıyor…",
+        "choose": "Seçin…",
+        "choose_then_submit": "Her soru için bir cevap seçin, sonra Gönder'e basın.",
     },
     "hi": {
         "submitted": "उत्तर भेज दिया गया।",
@@ -144,6 +148,8 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "panel_title": "आपका एजेंट पूछ रहा है",
         "question_bar": "प्रश्न खोलें",
         "reconnecting": "फिर से जुड़ रहा है…",
+        "choose": "चुनें…",
+        "choose_then_submit": "हर प्रश्न के लिए एक उत्तर चुनें, फिर 'भेजें' दबाएँ।",
     },
 }
 

@@ -1,0 +1,66 @@
+"""Discord as a kit adapter: the prompt is a message with components in the target's
+channel, its summary an edit of that message that removes them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from askgate.channels import PermanentError, SentPrompt, StalePolicy, TenantConfigs
+from askgate.models import DiscordTarget, Target
+from askgate.record import Record
+
+from askgate_discord import render
+from askgate_discord.client import CHANNEL, DiscordApp, DiscordClient
+
+
+def nonce(rec: Record, index: int) -> str:
+    """The same on every try of one target (≤ 25 characters, Discord's limit)."""
+    return f"{rec.id}:{index}"
+
+
+class DiscordAdapter:
+    channel = CHANNEL
+    # Discord has no idempotency key, but a create with `nonce` and `enforce_nonce: true`
+    # returns the message the same bot already created with that nonce in the last few
+    # minutes instead of posting another. Every try of a target carries the same nonce,
+    # so a claim left by a worker that died mid-post (or a post cut off by a timeout) is
+    # sent again safely and Discord hands back the first message, whose id the ledger
+    # then records. A stale claim is taken over after the lease (60 s by default), well
+    # inside that window; only a worker that stays dead for longer and comes back to the
+    # same claim could show a second prompt, which answers the same question.
+    stale_policy = StalePolicy.RESEND
+
+    def __init__(self, apps: TenantConfigs[DiscordApp], client: DiscordClient) -> None:
+        self.apps = apps
+        self.client = client
+
+    def destination(self, rec: Record, target: Target) -> str:
+        assert isinstance(target, DiscordTarget)
+        return target.channel_id
+
+    async def _app(self, tenant: str) -> DiscordApp:
+        app = await self.apps.get(tenant)
+        if app is None:
+            raise PermanentError("no Discord application is configured for this tenant "
+                                 "(askgate tenant channel TENANT discord bot_token=… …)")
+        return app
+
+    async def send_prompt(self, rec: Record, index: int, target: Target) -> SentPrompt:
+        app = await self._app(rec.tenant)
+        channel_id = self.destination(rec, target)
+        payload = {**render.prompt(rec, index), "nonce": nonce(rec, index),
+                   "enforce_nonce": True, "allowed_mentions": {"parse": []}}
+        msg = await self.client.create_message(app.bot_token, channel_id, payload)
+        message_id = str(msg.get("id") or "")
+        if not message_id:
+            raise PermanentError("Discord created a message without an id")
+        return SentPrompt(ref={"channel_id": channel_id, "message_id": message_id},
+                          message=message_id, destination=channel_id)
+
+    async def finalise(self, rec: Record, index: int, target: Target,
+                       ref: dict[str, Any]) -> None:
+        if not ref.get("message_id"):
+            return
+        app = await self._app(rec.tenant)
+        await self.client.edit_message(app.bot_token, str(ref["channel_id"]),
+                                       str(ref["message_id"]), render.summary(rec))
