@@ -1,22 +1,55 @@
-"""Redis clients for askgate's processes.
+"""Redis clients for askgate's processes: one Redis, or a Redis Cluster.
 
-A blocking pool: when every connection is busy a command waits (up to pool_timeout_s)
-for one instead of failing, so a burst of requests queues rather than errors.
+`ASKGATE_REDIS_CLUSTER=true` makes every client redis-py's `RedisCluster`, with
+`REDIS_URL` naming any node (a startup node: the client learns the others from it).
+Otherwise a plain client with a blocking pool: when every connection is busy a command
+waits (up to pool_timeout_s) for one instead of failing, so a burst queues rather than
+errors. (`RedisCluster` keeps a pool per node of max_connections each and raises
+`MaxConnectionsError`, a `ConnectionError`, when one is exhausted.)
+
+`check_mode()` is the start-up check every service runs: a plain client pointed at a
+cluster node would answer only for the slots that node holds, so it refuses to start.
 """
 
 from __future__ import annotations
 
+from typing import TypeAlias
+from urllib.parse import urlsplit
+
+import redis as redis_sync
 from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio.cluster import RedisCluster
+from redis.cluster import RedisCluster as SyncRedisCluster
+from redis.exceptions import RedisError
+
+from askgate import keys
+from askgate.errors import ConfigError
+from askgate.settings import Settings
+
+# What askgate's code holds: either client answers the same commands for keys that
+# share one hash tag.
+Client: TypeAlias = Redis | RedisCluster
+SyncClient: TypeAlias = redis_sync.Redis | SyncRedisCluster
 
 
 def connect(
     url: str,
     *,
+    cluster: bool = False,
     max_connections: int = 128,
     pool_timeout_s: float = 5.0,
     connect_timeout_s: float = 1.0,
     socket_timeout_s: float | None = 5.0,
-) -> Redis:
+) -> Client:
+    """An asyncio client: `RedisCluster` when `cluster`, else one Redis behind a blocking
+    pool. max_connections is per node on a cluster."""
+    if cluster:
+        return RedisCluster.from_url(
+            url,
+            max_connections=max_connections,
+            socket_connect_timeout=connect_timeout_s,
+            socket_timeout=socket_timeout_s,
+        )
     pool = BlockingConnectionPool.from_url(
         url,
         max_connections=max_connections,
@@ -25,3 +58,89 @@ def connect(
         socket_timeout=socket_timeout_s,
     )
     return Redis.from_pool(pool)  # the client owns the pool: aclose() closes it
+
+
+def connect_sync(
+    url: str,
+    *,
+    cluster: bool = False,
+    connect_timeout_s: float = 2.0,
+    socket_timeout_s: float | None = 10.0,
+) -> SyncClient:
+    """A blocking client (RQ's jobs, the webhook state they write)."""
+    if cluster:
+        return SyncRedisCluster.from_url(
+            url, socket_connect_timeout=connect_timeout_s, socket_timeout=socket_timeout_s
+        )
+    return redis_sync.Redis.from_url(
+        url, socket_connect_timeout=connect_timeout_s, socket_timeout=socket_timeout_s
+    )
+
+
+def connect_pubsub(url: str, *, socket_timeout_s: float | None = None) -> Redis:
+    """A plain client for classic pub/sub on the node `url` names. On a cluster too: a
+    `PUBLISH` on any node reaches the subscribers of every node over the cluster bus."""
+    return Redis.from_url(url, socket_connect_timeout=1.0, socket_timeout=socket_timeout_s,
+                          max_connections=4)
+
+
+def cluster_enabled(url: str, *, timeout_s: float = 2.0) -> bool | None:
+    """Whether the Redis at `url` runs in cluster mode; None when it cannot be reached."""
+    client = redis_sync.Redis.from_url(url, socket_connect_timeout=timeout_s,
+                                       socket_timeout=timeout_s)
+    try:
+        info = client.info("cluster")
+    except (RedisError, OSError):
+        return None
+    finally:
+        client.close()
+    return bool(int(info.get("cluster_enabled", 0)))
+
+
+def check_mode(url: str, *, cluster: bool, url_var: str = "REDIS_URL") -> bool | None:
+    """Refuse (ConfigError) a client mode that does not match the server's: a plain
+    client on a cluster node, or a cluster client on a plain Redis. A Redis that cannot
+    be reached now passes (services ride out an outage), and the result is None."""
+    enabled = cluster_enabled(url)
+    if enabled is None:
+        return None
+    where = urlsplit(url).netloc.rpartition("@")[2]
+    if enabled and not cluster:
+        if url_var == "REDIS_URL":
+            fix = ("set ASKGATE_REDIS_CLUSTER=true (and ASKGATE_JOBS_REDIS_URL to a "
+                   "non-cluster Redis for the webhook jobs)")
+        else:
+            fix = f"point {url_var} at a Redis that is not part of a cluster"
+        raise ConfigError(f"{url_var} ({where}) is a Redis Cluster node (cluster_enabled:1): "
+                          f"{fix}")
+    if cluster and not enabled:
+        raise ConfigError(f"ASKGATE_REDIS_CLUSTER=true but {url_var} ({where}) is not a "
+                          "cluster node (cluster_enabled:0): unset ASKGATE_REDIS_CLUSTER or "
+                          "point REDIS_URL at a node of the cluster")
+    return enabled
+
+
+async def reach_all(redis: Client) -> None:
+    """PING the node that serves each shard (every master holding askgate's data);
+    raises the first failure. On one Redis this is one PING."""
+    if not isinstance(redis, RedisCluster):
+        await redis.ping()
+        return
+    await redis.initialize()
+    nodes = {}
+    for shard in range(keys.SHARDS):
+        node = redis.get_node_from_key(keys.tag(shard))
+        nodes[node.name] = node
+    for node in nodes.values():
+        await redis.ping(target_nodes=node)
+
+
+def check_redis(settings: Settings, *, jobs: bool = False) -> None:
+    """The start-up check of every service: REDIS_URL in the mode ASKGATE_REDIS_CLUSTER
+    says, and (for a service that runs RQ) a jobs Redis that is not a cluster node.
+    Raises ConfigError with what to set."""
+    check_mode(settings.redis_url, cluster=settings.redis_cluster)
+    if jobs:
+        url = settings.jobs_redis()
+        if url != settings.redis_url:
+            check_mode(url, cluster=False, url_var="ASKGATE_JOBS_REDIS_URL")

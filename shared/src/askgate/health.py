@@ -17,6 +17,7 @@ import structlog
 from redis.asyncio import Redis
 
 from askgate import keys
+from askgate.conn import connect
 from askgate.timeutil import now_ms
 
 HEALTH_EVERY_S = 5.0
@@ -74,8 +75,8 @@ async def live_channels(redis: Redis, channels: list[str]) -> set[str]:
     return {ch for ch, v in zip(channels, values, strict=True) if v is not None}
 
 
-async def check(redis_url: str, service: str) -> int:
-    redis = Redis.from_url(redis_url, socket_connect_timeout=2.0)
+async def check(redis_url: str, service: str, *, cluster: bool = False) -> int:
+    redis = connect(redis_url, cluster=cluster, max_connections=2, connect_timeout_s=2.0)
     try:
         return 0 if await redis.exists(keys.health(service, instance_name())) else 1
     except Exception:  # an unreachable Redis means not healthy

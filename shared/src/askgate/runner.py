@@ -17,6 +17,7 @@ from typing import TypeVar
 import structlog
 
 from askgate import health
+from askgate.conn import check_redis
 from askgate.errors import ConfigError
 from askgate.logs import configure_logging
 from askgate.settings import Settings, load
@@ -73,10 +74,12 @@ def worker_main(
     args = parser.parse_args(argv)
     try:
         settings = load(settings_cls)
+        if args.check:
+            raise SystemExit(asyncio.run(
+                health.check(settings.redis_url, service, cluster=settings.redis_cluster)))
+        check_redis(settings)
     except ConfigError as exc:
         print(f"{prog}: {exc.message}", file=sys.stderr)
         raise SystemExit(2) from None
-    if args.check:
-        raise SystemExit(asyncio.run(health.check(settings.redis_url, service)))
     configure_logging(settings.log_level, settings.log_json)
     run_service(service, lambda stop: serve(settings, stop))

@@ -7,6 +7,7 @@ them directly. `load()` turns pydantic's errors into one readable message per va
 from __future__ import annotations
 
 from typing import Self, TypeVar
+from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -22,6 +23,11 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("REDIS_URL", "ASKGATE_REDIS_URL"),
         pattern=r"^(redis|rediss|unix)://",
     )
+    # REDIS_URL names one node of a Redis Cluster (any node: the client finds the rest).
+    redis_cluster: bool = False
+    # RQ (the webhook jobs) needs a Redis that is not a cluster: unset means REDIS_URL,
+    # which a clustered deployment must not use for it (see jobs_redis()).
+    jobs_redis_url: str = Field("", pattern=r"^$|^(redis|rediss|unix)://")
     api_host: str = "127.0.0.1"
     api_port: int = Field(8000, ge=1, le=65535)
     # The URL agents use to reach the API, and the web Control UI's public base URL.
@@ -62,6 +68,34 @@ class Settings(BaseSettings):
                 f"{self.timeout_max_s})"
             )
         return self
+
+    @model_validator(mode="after")
+    def _cluster_url(self) -> Self:
+        if not self.redis_cluster:
+            return self
+        url = urlsplit(self.redis_url)
+        if url.scheme == "unix":
+            raise ValueError("ASKGATE_REDIS_CLUSTER=true needs REDIS_URL over TCP "
+                             "(redis:// or rediss://): a cluster is not reached by a socket file")
+        if url.path.strip("/") not in ("", "0"):
+            raise ValueError("ASKGATE_REDIS_CLUSTER=true: a Redis Cluster has only database 0, "
+                             f"so drop {url.path!r} from REDIS_URL")
+        if self.jobs_redis_url and self.jobs_redis_url == self.redis_url:
+            raise ValueError("ASKGATE_JOBS_REDIS_URL must name a Redis outside the cluster "
+                             "(RQ cannot run on Redis Cluster), not REDIS_URL")
+        return self
+
+    def jobs_redis(self) -> str:
+        """The URL of the Redis that RQ's queues live on."""
+        if self.jobs_redis_url:
+            return self.jobs_redis_url
+        if self.redis_cluster:
+            raise ConfigError(
+                "ASKGATE_JOBS_REDIS_URL must be set when ASKGATE_REDIS_CLUSTER=true: the "
+                "webhook jobs run on RQ, which needs a Redis outside the cluster "
+                "(for example redis://askgate-jobs:6379/0)"
+            )
+        return self.redis_url
 
     def require_secret(self) -> str:
         if len(self.secret_key) < 32:
