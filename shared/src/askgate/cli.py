@@ -8,9 +8,10 @@ import os
 import sys
 from pathlib import Path
 
-from redis.asyncio import Redis
-
-from askgate import tenants
+from askgate import keys, tenants
+from askgate.conn import Client, check_mode, connect
+from askgate.errors import ConfigError
+from askgate.settings import Settings, load
 
 RUN_DIR = Path(os.environ.get("ASKGATE_RUN_DIR", ".run"))
 
@@ -26,8 +27,17 @@ def redis_url() -> str:
     return "redis://127.0.0.1:6379/0"
 
 
+def client() -> Client:
+    """A client for REDIS_URL in the mode ASKGATE_REDIS_CLUSTER says (checked against the
+    server: ConfigError when they disagree)."""
+    url = redis_url()
+    cluster = load(Settings).redis_cluster
+    check_mode(url, cluster=cluster)
+    return connect(url, cluster=cluster, max_connections=4, connect_timeout_s=2.0)
+
+
 async def _tenant_create(name: str, max_pending: int | None, asks_per_s: int | None) -> int:
-    redis = Redis.from_url(redis_url(), socket_connect_timeout=2.0)
+    redis = client()
     try:
         tenant, api_key = await tenants.create_tenant(
             redis, name, max_pending=max_pending, asks_per_s=asks_per_s
@@ -42,9 +52,9 @@ async def _tenant_create(name: str, max_pending: int | None, asks_per_s: int | N
 
 
 async def _tenant_list() -> int:
-    redis = Redis.from_url(redis_url(), socket_connect_timeout=2.0)
+    redis = client()
     try:
-        for tid in sorted(m.decode() for m in await redis.smembers("askgate:tenants")):
+        for tid in sorted(m.decode() for m in await redis.smembers(keys.TENANTS)):
             t = await tenants.load_tenant(redis, tid)
             if t:
                 print(f"{t.id}\t{t.name}\t{', '.join(sorted(t.channels or {})) or '-'}")
@@ -54,7 +64,7 @@ async def _tenant_list() -> int:
 
 
 async def _tenant_key(tenant_id: str) -> int:
-    redis = Redis.from_url(redis_url(), socket_connect_timeout=2.0)
+    redis = client()
     try:
         if await tenants.load_tenant(redis, tenant_id) is None:
             print(f"no tenant {tenant_id}", file=sys.stderr)
@@ -73,7 +83,7 @@ async def _tenant_channel(tenant_id: str, channel: str, pairs: list[str]) -> int
             print(f"expected key=value, got {pair!r}", file=sys.stderr)
             return 2
         config[key] = value
-    redis = Redis.from_url(redis_url(), socket_connect_timeout=2.0)
+    redis = client()
     try:
         await tenants.set_channel_config(redis, tenant_id, channel, config)
     except KeyError:
@@ -109,14 +119,18 @@ def main(argv: list[str] | None = None) -> None:
         from askgate.devstack import run_stack
 
         raise SystemExit(run_stack(embedded_redis=not args.no_redis))
-    if args.tcmd == "create":
-        code = asyncio.run(_tenant_create(args.name, args.max_pending, args.asks_per_s))
-    elif args.tcmd == "list":
-        code = asyncio.run(_tenant_list())
-    elif args.tcmd == "key":
-        code = asyncio.run(_tenant_key(args.tenant_id))
-    else:
-        code = asyncio.run(_tenant_channel(args.tenant_id, args.channel, args.settings))
+    try:
+        if args.tcmd == "create":
+            code = asyncio.run(_tenant_create(args.name, args.max_pending, args.asks_per_s))
+        elif args.tcmd == "list":
+            code = asyncio.run(_tenant_list())
+        elif args.tcmd == "key":
+            code = asyncio.run(_tenant_key(args.tenant_id))
+        else:
+            code = asyncio.run(_tenant_channel(args.tenant_id, args.channel, args.settings))
+    except ConfigError as exc:
+        print(f"askgate: {exc.message}", file=sys.stderr)
+        code = 2
     raise SystemExit(code)
 
 

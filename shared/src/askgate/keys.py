@@ -114,15 +114,28 @@ def all_webhook_dead() -> list[str]:
     return [webhook_dead(s) for s in range(SHARDS)]
 
 
-# -- tenants (not sharded: read by key, never in a script with question keys) ------------
+# -- tenants: a tenant's own keys share its tag `{t:<tenant>}` (one slot), so it is
+# created in one transaction; the API-key lookup and the list of tenants stand alone. --
 
 
 def api_key(key_hash: str) -> str:
+    """STRING: the tenant id an API key (by its SHA-256) belongs to."""
     return f"{PREFIX}:apikey:{key_hash}"
 
 
 def tenant(tenant_id: str) -> str:
+    """HASH: the tenant's record (name, webhook_secret, quotas, channels)."""
+    return f"{PREFIX}:{{t:{tenant_id}}}:tenant"
+
+
+def tenant_legacy(tenant_id: str) -> str:
+    """Where tenants created before the `{t:…}` tag kept their record; still read."""
     return f"{PREFIX}:tenant:{tenant_id}"
+
+
+def tenant_api_keys(tenant_id: str) -> str:
+    """SET of the SHA-256 of every API key issued to the tenant."""
+    return f"{PREFIX}:{{t:{tenant_id}}}:apikeys"
 
 
 TENANTS = f"{PREFIX}:tenants"

@@ -1,4 +1,11 @@
-"""Tenants and their API keys. Only a key's SHA-256 is stored; the key is shown once."""
+"""Tenants and their API keys. Only a key's SHA-256 is stored; the key is shown once.
+
+A tenant's record and the index of its keys share the tenant's hash tag, so creating a
+tenant is one transaction in one Redis Cluster slot. The key → tenant lookup is a key of
+its own, written after the record: a crash between the two leaves a key that was never
+shown to anyone and does not work, never a key without a tenant. Tenants created before
+the tag kept their record at `keys.tenant_legacy`, which is still read and written.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from redis import Redis as SyncRedis
 from redis.asyncio import Redis
 
 from askgate import keys
@@ -45,22 +53,36 @@ async def create_tenant(
         fields["max_pending"] = str(max_pending)
     if asks_per_s is not None:
         fields["asks_per_s"] = str(asks_per_s)
-    async with redis.pipeline(transaction=True) as pipe:
+    digest = hash_key(api_key)
+    async with redis.pipeline(transaction=True) as pipe:  # one slot: the tenant's tag
         pipe.hset(keys.tenant(tenant_id), mapping=fields)
-        pipe.set(keys.api_key(hash_key(api_key)), tenant_id)
-        pipe.sadd(keys.TENANTS, tenant_id)
+        pipe.sadd(keys.tenant_api_keys(tenant_id), digest)
         await pipe.execute()
+    await redis.sadd(keys.TENANTS, tenant_id)
+    await redis.set(keys.api_key(digest), tenant_id)
     return tenant, api_key
 
 
 async def add_api_key(redis: Redis, tenant_id: str) -> str:
     api_key = f"ag_{secrets.token_urlsafe(32)}"
-    await redis.set(keys.api_key(hash_key(api_key)), tenant_id)
+    digest = hash_key(api_key)
+    await redis.sadd(keys.tenant_api_keys(tenant_id), digest)
+    await redis.set(keys.api_key(digest), tenant_id)
     return api_key
+
+
+async def _record_key(redis: Redis, tenant_id: str) -> str | None:
+    """The key that holds the tenant's record (tagged, else legacy), None if neither."""
+    for key in (keys.tenant(tenant_id), keys.tenant_legacy(tenant_id)):
+        if await redis.exists(key):
+            return key
+    return None
 
 
 async def load_tenant(redis: Redis, tenant_id: str) -> Tenant | None:
     raw = await redis.hgetall(keys.tenant(tenant_id))
+    if not raw:
+        raw = await redis.hgetall(keys.tenant_legacy(tenant_id))
     if not raw:
         return None
     f = {k.decode(): v.decode() for k, v in raw.items()}
@@ -86,8 +108,18 @@ async def set_channel_config(
 ) -> None:
     """Per-tenant channel credentials (bot tokens, signing secrets), merged per channel."""
     current = await load_tenant(redis, tenant_id)
-    if current is None:
+    record = await _record_key(redis, tenant_id)
+    if current is None or record is None:
         raise KeyError(tenant_id)
     channels = dict(current.channels or {})
     channels[channel] = {**channels.get(channel, {}), **config}
-    await redis.hset(keys.tenant(tenant_id), "channels", orjson.dumps(channels))
+    await redis.hset(record, "channels", orjson.dumps(channels))
+
+
+def webhook_secret(redis: SyncRedis, tenant_id: str) -> str | None:
+    """The tenant's webhook secret, read by a blocking client (the RQ jobs)."""
+    for key in (keys.tenant(tenant_id), keys.tenant_legacy(tenant_id)):
+        raw = redis.hget(key, "webhook_secret")
+        if isinstance(raw, bytes):
+            return raw.decode()
+    return None

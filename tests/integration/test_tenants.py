@@ -1,0 +1,58 @@
+"""Tenants: one slot per tenant (its record and key index share its tag), the key lookup
+beside it, and records written before the tag still served."""
+
+from __future__ import annotations
+
+from askgate import keys
+from askgate.tenants import (
+    add_api_key,
+    create_tenant,
+    hash_key,
+    load_tenant,
+    set_channel_config,
+    tenant_for_key,
+)
+from redis.asyncio import Redis
+
+
+async def test_tenant_keyspace(redis: Redis) -> None:
+    """Creating a tenant writes exactly its record, its key index, the lookup and the list."""
+    tenant, api_key = await create_tenant(redis, "acme", max_pending=5)
+    assert {k.decode() for k in await redis.keys("*")} == {
+        keys.tenant(tenant.id),
+        keys.tenant_api_keys(tenant.id),
+        keys.api_key(hash_key(api_key)),
+        keys.TENANTS,
+    }
+    assert await redis.smembers(keys.tenant_api_keys(tenant.id)) == {hash_key(api_key).encode()}
+
+
+def test_tenant_keys_share_the_tenant_tag() -> None:
+    """The record, the key index and the quota keys carry `{t:<tenant>}`: one slot."""
+    names = [keys.tenant("t1"), keys.tenant_api_keys("t1"), keys.tenant_pending("t1"),
+             keys.tenant_rate("t1")]
+    assert all("{t:t1}" in name for name in names)
+
+
+async def test_another_key_is_indexed_and_works(redis: Redis) -> None:
+    """A key issued later joins the tenant's index and finds the tenant."""
+    tenant, first = await create_tenant(redis, "acme")
+    second = await add_api_key(redis, tenant.id)
+    assert await redis.smembers(keys.tenant_api_keys(tenant.id)) == {
+        hash_key(first).encode(), hash_key(second).encode()}
+    found = await tenant_for_key(redis, second)
+    assert found is not None and found.id == tenant.id
+
+
+async def test_tenant_from_before_the_tag_still_works(redis: Redis) -> None:
+    """A record at the old untagged key is found by its API key and takes channel config."""
+    await redis.hset(keys.tenant_legacy("told"), mapping={
+        "name": "old", "webhook_secret": "whsec_x", "created": "1"})
+    await redis.set(keys.api_key(hash_key("ag_old")), "told")
+    found = await tenant_for_key(redis, "ag_old")
+    assert found is not None and (found.id, found.name, found.webhook_secret) == (
+        "told", "old", "whsec_x")
+    await set_channel_config(redis, "told", "telegram", {"bot_token": "1:A"})
+    loaded = await load_tenant(redis, "told")
+    assert loaded is not None and loaded.channels == {"telegram": {"bot_token": "1:A"}}
+    assert not await redis.exists(keys.tenant("told"))  # no half-copied new record
