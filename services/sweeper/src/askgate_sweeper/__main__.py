@@ -3,7 +3,9 @@ that no live worker of their channel showed in time (the watchdog), so an ask to
 channel nobody serves ends as delivery_failed instead of waiting for its timeout.
 
 Any number of replicas may run: each sweep is one Lua script per shard, so a question
-ends once whichever replica gets to it first. `--check` is the liveness probe.
+ends once whichever replica gets to it first. A shard that fails (its cluster node down,
+a damaged key) is skipped for this pass and tried again on the next; the others are
+swept all the same. `--check` is the liveness probe.
 """
 
 from __future__ import annotations
@@ -18,28 +20,48 @@ from askgate.models import CHANNELS
 from askgate.runner import worker_main
 from askgate.settings import Settings
 from askgate.store import Store
+from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 SERVICE = "sweeper"
 log = structlog.get_logger("askgate.sweeper")
 # After a Redis error, wait before the next tick so an outage is not a busy loop.
 ERROR_BACKOFF_S = 1.0
+UNREACHABLE = (RedisConnectionError, RedisTimeoutError, OSError)
 
 
 async def sweep_once(store: Store, now: int | None = None) -> int:
-    """One pass over every shard until none has overdue questions left; returns count."""
+    """One pass over every shard until none has overdue questions left; returns count.
+
+    A shard whose script fails is logged and left for the next pass; only when every
+    shard failed (Redis itself is away) is the error raised."""
     total = 0
     shards = list(range(keys.SHARDS))
+    one_server = not isinstance(store.redis, RedisCluster)
+    reached = False
+    last_error: RedisError | OSError | None = None
     while shards:
         full = []
         for shard in shards:
-            ended, taken = await store.sweep_shard(shard, now)
+            try:
+                ended, taken = await store.sweep_shard(shard, now)
+            except (RedisError, OSError) as exc:
+                if one_server and isinstance(exc, UNREACHABLE):
+                    raise  # every shard lives on that server: no use trying the rest
+                log.warning("sweeper.shard_error", shard=shard, error=str(exc))
+                last_error = exc
+                continue
+            reached = True
             total += ended
             if ended:
                 log.info("sweeper.expired", shard=shard, n=ended)
             if taken >= store.settings.sweep_batch:
                 full.append(shard)
         shards = full
+    if last_error is not None and not reached:
+        raise last_error  # not one shard answered: the caller backs off
     return total
 
 
@@ -69,7 +91,8 @@ async def watch_once(store: Store, now: int | None = None) -> int:
 
 
 async def serve(settings: Settings, stop: asyncio.Event) -> None:
-    redis = connect(settings.redis_url, max_connections=8, socket_timeout_s=30.0)
+    redis = connect(settings.redis_url, cluster=settings.redis_cluster, max_connections=8,
+                    socket_timeout_s=30.0)
     store = Store(redis, settings)
     beat = asyncio.create_task(health.beat_forever(redis, SERVICE, stop))
     log.info("sweeper.started", interval_ms=settings.sweep_interval_ms)
