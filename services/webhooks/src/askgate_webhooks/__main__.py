@@ -10,6 +10,9 @@ hence processes, not threads. A stop signal reaches the parent, which stops cons
 sends each child one SIGTERM (RQ's warm shutdown: the running attempt finishes); a child
 that dies is restarted. The roles also run apart (`consumer`, `worker`) to scale them
 separately. `dead` lists the deliveries that gave up; `--check` is the liveness probe.
+
+Two Redis: the questions live on REDIS_URL (one Redis or a cluster), RQ's queues on
+ASKGATE_JOBS_REDIS_URL (default REDIS_URL; required on a cluster, which RQ cannot use).
 """
 
 from __future__ import annotations
@@ -26,14 +29,13 @@ import time
 import orjson
 import structlog
 from askgate import health, keys
-from askgate.cli import redis_url
-from askgate.conn import connect
+from askgate.cli import client
+from askgate.conn import check_redis, connect, connect_sync
 from askgate.consumer import StreamConsumer
 from askgate.errors import ConfigError
 from askgate.logs import configure_logging
 from askgate.runner import run_service
 from askgate.settings import load
-from redis import Redis as SyncRedis
 
 from askgate_webhooks import jobs
 from askgate_webhooks.config import WebhookSettings
@@ -80,10 +82,11 @@ async def supervise_worker(settings: WebhookSettings, stop: asyncio.Event, index
 
 
 async def serve(settings: WebhookSettings, stop: asyncio.Event, *, workers: int) -> None:
-    redis = connect(settings.redis_url, socket_timeout_s=settings.consumer_block_ms / 1000 + 5)
-    sync_redis = SyncRedis.from_url(settings.redis_url, socket_connect_timeout=2.0,
-                                    socket_timeout=10.0)
-    enqueuer = WebhookEnqueuer(sync_redis, settings)
+    redis = connect(settings.redis_url, cluster=settings.redis_cluster,
+                    socket_timeout_s=settings.consumer_block_ms / 1000 + 5)
+    sync_redis = connect_sync(settings.redis_url, cluster=settings.redis_cluster)
+    jobs_redis = connect_sync(settings.jobs_redis())
+    enqueuer = WebhookEnqueuer(sync_redis, settings, jobs_redis=jobs_redis)
     consumer = StreamConsumer(
         redis, CHANNEL, f"{health.instance_name()}:{os.getpid()}", enqueuer.handle,
         block_ms=settings.consumer_block_ms, claim_idle_ms=settings.consumer_claim_idle_ms,
@@ -97,6 +100,7 @@ async def serve(settings: WebhookSettings, stop: asyncio.Event, *, workers: int)
         )
     finally:
         sync_redis.close()
+        jobs_redis.close()
         await redis.aclose()
         log.info("webhooks.stopped")
 
@@ -118,13 +122,18 @@ def run_worker(settings: WebhookSettings) -> None:
     jobs.configure(settings)
     if os.environ.get(PARENT_ENV, "").isdigit():
         _exit_with_parent(int(os.environ[PARENT_ENV]))
-    redis = SyncRedis.from_url(settings.redis_url, socket_connect_timeout=2.0)
+    # RQ's own connection; a job reaches the questions through jobs.store_redis().
+    redis = connect_sync(settings.jobs_redis(), socket_timeout_s=None)
     worker = SimpleWorker([Queue(keys.WEBHOOK_QUEUE, connection=redis)], connection=redis)
-    worker.work(with_scheduler=True, logging_level=settings.log_level.upper())
+    try:
+        worker.work(with_scheduler=True, logging_level=settings.log_level.upper())
+    finally:
+        jobs.close_stores()
+        redis.close()
 
 
 async def print_dead(tenant: str | None, limit: int) -> int:
-    redis = connect(redis_url(), max_connections=2)
+    redis = client()
     try:
         for row in await list_dead(redis, tenant, limit):
             print(orjson.dumps(row).decode())
@@ -145,15 +154,17 @@ def main(argv: list[str] | None = None) -> None:
     dead.add_argument("--tenant", default=None, help="only this tenant's")
     dead.add_argument("--limit", type=int, default=50)
     args = parser.parse_args(argv)
-    if args.role == "dead":
-        raise SystemExit(asyncio.run(print_dead(args.tenant, args.limit)))
     try:
+        if args.role == "dead":
+            raise SystemExit(asyncio.run(print_dead(args.tenant, args.limit)))
         settings = load(WebhookSettings)
+        if args.check:
+            raise SystemExit(asyncio.run(
+                health.check(settings.redis_url, SERVICE, cluster=settings.redis_cluster)))
+        check_redis(settings, jobs=True)
     except ConfigError as exc:
         print(f"askgate-webhooks: {exc.message}", file=sys.stderr)
         raise SystemExit(2) from None
-    if args.check:
-        raise SystemExit(asyncio.run(health.check(settings.redis_url, SERVICE)))
     configure_logging(settings.log_level, settings.log_json)
     if args.role == "worker":
         run_worker(settings)

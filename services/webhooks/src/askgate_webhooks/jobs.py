@@ -17,9 +17,11 @@ import httpx
 import orjson
 import structlog
 from askgate import keys
+from askgate.conn import SyncClient, connect_sync
 from askgate.outbound import Outcome
 from askgate.record import record_from
 from askgate.settings import load
+from askgate.tenants import webhook_secret
 from askgate.timeutil import iso, now_ms
 from redis import Redis
 from rq import Queue, get_current_job
@@ -35,6 +37,8 @@ log = structlog.get_logger("askgate.webhooks")
 _settings: WebhookSettings | None = None
 # One HTTP client per worker process: building its TLS context costs more than a POST.
 _client: httpx.Client | None = None
+# The questions' Redis when it is not RQ's own (a cluster): one client per process and URL.
+_stores: dict[str, SyncClient] = {}
 
 
 def configure(settings: WebhookSettings) -> None:
@@ -55,6 +59,22 @@ def http_client(s: WebhookSettings) -> httpx.Client:
     if _client is None:
         _client = httpx.Client(timeout=s.webhook_timeout_s, follow_redirects=False)
     return _client
+
+
+def store_redis(s: WebhookSettings, jobs_redis: Redis) -> SyncClient:
+    """Where the questions live: RQ's own connection when that is REDIS_URL, else a
+    client of REDIS_URL (a cluster's, when clustered)."""
+    if not s.redis_cluster and s.jobs_redis() == s.redis_url:
+        return jobs_redis
+    if s.redis_url not in _stores:
+        _stores[s.redis_url] = connect_sync(s.redis_url, cluster=s.redis_cluster)
+    return _stores[s.redis_url]
+
+
+def close_stores() -> None:
+    """Close the clients store_redis() opened (a worker on its way out, tests)."""
+    while _stores:
+        _stores.popitem()[1].close()
 
 
 def job_id(question_id: str, attempt: int) -> str:
@@ -94,15 +114,15 @@ def deliver(question_id: str, attempt: int) -> str:
     """The job RQ runs. Returns what happened, for RQ's job result."""
     job = get_current_job()
     assert job is not None, "deliver runs as an RQ job"
-    return attempt_delivery(job.connection, settings(), question_id, attempt)
+    s = settings()
+    return attempt_delivery(store_redis(s, job.connection), s, question_id, attempt,
+                            jobs_redis=job.connection)
 
 
-def _secret(redis: Redis, tenant_id: str) -> str | None:
-    raw = redis.hget(keys.tenant(tenant_id), "webhook_secret")
-    return raw.decode() if isinstance(raw, bytes) else None
-
-
-def attempt_delivery(redis: Redis, s: WebhookSettings, question_id: str, attempt: int) -> str:
+def attempt_delivery(redis: SyncClient, s: WebhookSettings, question_id: str, attempt: int,
+                     *, jobs_redis: Redis | None = None) -> str:
+    """Run attempt n: `redis` holds the question, `jobs_redis` (default: the same) RQ's
+    queue for the retry."""
     state = WebhookState(redis, s.webhook_dead_maxlen)
     bound = log.bind(question_id=question_id, attempt=attempt)
     if not state.claim(question_id, attempt):
@@ -117,7 +137,7 @@ def attempt_delivery(redis: Redis, s: WebhookSettings, question_id: str, attempt
         return "skipped"
     bound = bound.bind(tenant=rec.f.get("tenant"))
     url = rec.f.get("callback", "")
-    secret = _secret(redis, rec.f.get("tenant", ""))
+    secret = webhook_secret(redis, rec.f.get("tenant", ""))
     if secret is None:
         outcome = Outcome(ok=False, retry=False, error="tenant not found")
     else:
@@ -158,7 +178,8 @@ def attempt_delivery(redis: Redis, s: WebhookSettings, question_id: str, attempt
         bound.warning("webhook.record_lost", outcome=verdict)
         return "lost"
     if verdict == "retry":
-        enqueue(redis, s, question_id, attempt + 1, delay)
+        enqueue(jobs_redis if jobs_redis is not None else redis, s, question_id, attempt + 1,
+                delay)
         bound.info("webhook.retry", status_code=outcome.status_code, error=outcome.error,
                    delay_s=delay)
     elif verdict == "delivered":

@@ -26,10 +26,13 @@ CHANNEL = "webhook"
 
 class WebhookEnqueuer:
     """`handle(event)` for the StreamConsumer. RQ is synchronous, so the Redis round trips
-    of one enqueue run in a thread with their own (sync) client."""
+    of one enqueue run in a thread with their own (sync) clients: `sync_redis` for the
+    question, `jobs_redis` for RQ's queue (the same Redis unless clustered)."""
 
-    def __init__(self, sync_redis: Redis, settings: WebhookSettings) -> None:
+    def __init__(self, sync_redis: Redis, settings: WebhookSettings,
+                 jobs_redis: Redis | None = None) -> None:
         self.redis = sync_redis
+        self.jobs_redis = jobs_redis if jobs_redis is not None else sync_redis
         self.settings = settings
         self.state = WebhookState(sync_redis, settings.webhook_dead_maxlen)
 
@@ -50,5 +53,5 @@ class WebhookEnqueuer:
         counter = self.redis.hget(qkey, "wh:n")
         # Attempt 1 not claimed yet: this is the first processing, or a crash came
         # between `begin` and the enqueue. Either way the unique job id decides.
-        if counter == b"0" and jobs.enqueue(self.redis, self.settings, question_id, 1):
+        if counter == b"0" and jobs.enqueue(self.jobs_redis, self.settings, question_id, 1):
             log.info("webhook.enqueued", question_id=question_id, first=began == "ok")
