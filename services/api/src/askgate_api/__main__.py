@@ -6,6 +6,7 @@ import gc
 import sys
 
 import uvicorn
+from askgate.conn import check_redis
 from askgate.errors import ConfigError
 from askgate.logs import configure_logging
 from askgate.settings import Settings, load
@@ -17,6 +18,7 @@ def main() -> None:
     try:
         settings = load(Settings)
         app = create_app(settings)
+        check_redis(settings)
     except ConfigError as exc:
         print(f"askgate-api: {exc.message}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import structlog
-from askgate.conn import connect
+from askgate.conn import connect, connect_pubsub
 from askgate.errors import AskgateError, ValidationFailed
 from askgate.models import describe_errors
 from askgate.settings import Settings
@@ -30,7 +30,8 @@ log = structlog.get_logger("askgate.api")
 
 def make_redis(settings: Settings) -> Redis:
     # Short connect timeout: an unreachable Redis must become a quick 503, not a hang.
-    return connect(settings.redis_url, max_connections=256, connect_timeout_s=1.0)
+    return connect(settings.redis_url, cluster=settings.redis_cluster, max_connections=256,
+                   connect_timeout_s=1.0)
 
 
 class AskgateAPI(FastAPI):
@@ -54,7 +55,7 @@ def create_app(settings: Settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         redis = make_redis(settings)
-        pubsub_redis = connect(settings.redis_url, max_connections=4, socket_timeout_s=None)
+        pubsub_redis = connect_pubsub(settings.redis_url)
         app.state.redis = redis
         app.state.store = Store(redis, settings)
         app.state.tenants = TenantCache(redis)

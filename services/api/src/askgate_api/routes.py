@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import structlog
+from askgate.conn import reach_all
 from askgate.errors import IncompleteAnswer, ValidationFailed
 from askgate.models import (
     AnswerBody,
@@ -20,15 +22,17 @@ from askgate.tenants import Tenant
 from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from redis.exceptions import RedisError
 
 from askgate_api.auth import current_tenant
 from askgate_api.fastpath import create_ask
 from askgate_api.metrics import FINALS, REGISTRY, WAITERS
-from askgate_api.responses import json_response, resource
+from askgate_api.responses import json_response, redis_unavailable, resource
 from askgate_api.waiters import Hub, wait_final
 
 router = APIRouter()
 TenantDep = Annotated[Tenant, Depends(current_tenant)]
+log = structlog.get_logger("askgate.api")
 
 RESOURCE = {"model": QuestionPublic}
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -201,7 +205,11 @@ async def healthz() -> Response:
 
 @router.get("/readyz", include_in_schema=False)
 async def readyz(request: Request) -> Response:
-    await request.app.state.redis.ping()
+    try:
+        await reach_all(request.app.state.redis)  # on a cluster: every shard's node
+    except (RedisError, OSError) as exc:  # a cluster's errors are not all connection errors
+        log.warning("api.not_ready", error=str(exc))
+        raise redis_unavailable() from None
     hub: Hub = request.app.state.hub
     if not hub.ready.is_set():
         return json_response({"status": "degraded", "subscription": False}, 503,
