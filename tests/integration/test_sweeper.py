@@ -1,13 +1,14 @@
-"""The sweeper's pass over the shards: one failing shard does not stop the others."""
+"""The sweeper's passes over the shards: one failing shard does not stop the others."""
 
 from __future__ import annotations
 
+import httpx
 import pytest
 from askgate import keys
 from askgate.models import QuestionCreate
 from askgate.settings import Settings
 from askgate.store import Store
-from askgate_sweeper.__main__ import sweep_once
+from askgate_sweeper.__main__ import sweep_once, watch_once
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError
 
@@ -47,3 +48,21 @@ async def test_an_unreachable_redis_is_raised(settings: Settings) -> None:
             await sweep_once(Store(down, settings), now=FUTURE_MS)
     finally:
         await down.aclose()
+
+
+async def test_a_broken_shard_does_not_stop_the_watchdog(
+    app_client: httpx.AsyncClient, tenant: Tenant, redis: Redis, settings: Settings
+) -> None:
+    """A shard whose undelivered key has the wrong type is skipped; other shards' targets
+    on a dead channel are still failed."""
+    slack = {"channel": "slack", "channel_id": "C1"}
+    ids = []
+    for i in range(40):
+        body = ask_body(session=f"w{i}", targets=[slack, {"channel": "web"}])
+        ids.append((await app_client.post("/v1/questions", json=body,
+                                          headers=tenant.headers)).json()["id"])
+    broken = keys.shard_of(ids[0])
+    await redis.delete(keys.undelivered(broken))
+    await redis.set(keys.undelivered(broken), "not a sorted set")
+    expected = [q for q in ids if keys.shard_of(q) != broken]
+    assert await watch_once(Store(redis, settings)) == len(expected)

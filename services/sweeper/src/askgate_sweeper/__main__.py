@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 
 import structlog
 from askgate import health, keys
@@ -32,11 +33,17 @@ ERROR_BACKOFF_S = 1.0
 UNREACHABLE = (RedisConnectionError, RedisTimeoutError, OSError)
 
 
-async def sweep_once(store: Store, now: int | None = None) -> int:
-    """One pass over every shard until none has overdue questions left; returns count.
+# One shard's step: (how many it ended or failed, how many entries it took).
+Step = Callable[[int], Awaitable[tuple[int, int]]]
 
-    A shard whose script fails is logged and left for the next pass; only when every
-    shard failed (Redis itself is away) is the error raised."""
+
+async def over_shards(store: Store, step: Step) -> int:
+    """Run `step` on every shard, and again on those that filled a batch, until none
+    did; returns the sum of its counts.
+
+    A shard whose step fails is logged and left for the next pass; the others go on.
+    On one Redis an unreachable server is raised at once (every shard lives there); on a
+    cluster only when no shard answered, so the caller backs off."""
     total = 0
     shards = list(range(keys.SHARDS))
     one_server = not isinstance(store.redis, RedisCluster)
@@ -46,23 +53,33 @@ async def sweep_once(store: Store, now: int | None = None) -> int:
         full = []
         for shard in shards:
             try:
-                ended, taken = await store.sweep_shard(shard, now)
+                count, taken = await step(shard)
             except (RedisError, OSError) as exc:
                 if one_server and isinstance(exc, UNREACHABLE):
-                    raise  # every shard lives on that server: no use trying the rest
+                    raise
                 log.warning("sweeper.shard_error", shard=shard, error=str(exc))
                 last_error = exc
                 continue
             reached = True
-            total += ended
-            if ended:
-                log.info("sweeper.expired", shard=shard, n=ended)
+            total += count
             if taken >= store.settings.sweep_batch:
                 full.append(shard)
         shards = full
     if last_error is not None and not reached:
-        raise last_error  # not one shard answered: the caller backs off
+        raise last_error
     return total
+
+
+async def sweep_once(store: Store, now: int | None = None) -> int:
+    """End every overdue question (no_answer/timeout); returns how many ended."""
+
+    async def step(shard: int) -> tuple[int, int]:
+        ended, taken = await store.sweep_shard(shard, now)
+        if ended:
+            log.info("sweeper.expired", shard=shard, n=ended)
+        return ended, taken
+
+    return await over_shards(store, step)
 
 
 CHAT_CHANNELS = [ch for ch in CHANNELS if ch != "web"]
@@ -74,20 +91,15 @@ async def watch_once(store: Store, now: int | None = None) -> int:
     """Fail the chat targets past their show-by time whose channel has no live worker;
     returns how many failed."""
     live = await health.live_channels(store.redis, CHAT_CHANNELS)
-    total = 0
-    shards = list(range(keys.SHARDS))
-    while shards:
-        full = []
-        for shard in shards:
-            failed, ended, taken = await store.sweep_undelivered(shard, live, now)
-            total += failed
-            if failed:
-                log.warning("sweeper.undelivered", shard=shard, failed=failed, ended=ended,
-                            live=sorted(live))
-            if taken >= store.settings.sweep_batch:
-                full.append(shard)
-        shards = full
-    return total
+
+    async def step(shard: int) -> tuple[int, int]:
+        failed, ended, taken = await store.sweep_undelivered(shard, live, now)
+        if failed:
+            log.warning("sweeper.undelivered", shard=shard, failed=failed, ended=ended,
+                        live=sorted(live))
+        return failed, taken
+
+    return await over_shards(store, step)
 
 
 async def serve(settings: Settings, stop: asyncio.Event) -> None:
