@@ -103,7 +103,11 @@ def drain_s(service: str) -> float:
         return max(consumer_grace, WebhookSettings().webhook_timeout_s + float(match.group(1)))
     if service == "sweeper":
         return 2.0  # its longest pass: 100,000 due questions in ~2 s (docs/benchmarks.md)
-    return consumer_grace
+    # A channel worker: ChannelService.close() gives the consumer's grace and a second.
+    kit = (ROOT / "shared/src/askgate/channels/service.py").read_text()
+    match = re.search(r"timeout=grace \+ (\d+)", kit)
+    assert match, "channels: the stop wait not found"
+    return consumer_grace + float(match.group(1))
 
 
 # -- the image ---------------------------------------------------------------------------
