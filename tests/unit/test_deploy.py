@@ -157,6 +157,7 @@ def test_image_runs_the_script_its_package_declares(service: str) -> None:
 @pytest.mark.parametrize("service", DEPLOYED)
 def test_service_is_in_compose_with_a_health_check(service: str) -> None:
     """Each deployed service builds the shared image for itself and has a health check."""
+    assert service in compose()["services"], f"add {service} to deploy/compose.yml"
     entry = compose()["services"][service]
     assert entry["build"] == {"context": "..", "dockerfile": "Dockerfile",
                               "args": {"SERVICE": service}}
@@ -183,7 +184,8 @@ def test_redis_keeps_data_across_restarts() -> None:
 
 def test_every_service_has_an_entry_in_the_table() -> None:
     """deploy/k8s/services.yaml lists exactly the deployed services."""
-    assert sorted(table()) == DEPLOYED
+    assert sorted(table()) == DEPLOYED, "add the service to deploy/k8s/services.yaml, then " \
+        "run python deploy/k8s/generate.py"
 
 
 def test_base_is_generated_from_the_table() -> None:
