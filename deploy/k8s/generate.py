@@ -76,8 +76,8 @@ def deployment(name: str, spec: dict[str, Any]) -> dict[str, Any]:
         "envFrom": [{"configMapRef": {"name": "askgate-config"}},
                     {"secretRef": {"name": "askgate-secrets"}}],
     }
-    if spec["kind"] == "http":
-        container["ports"] = [{"name": "http", "containerPort": int(spec["port"])}]
+    if spec.get("port"):
+        container["ports"] = [{"name": port_name(spec), "containerPort": int(spec["port"])}]
     container.update(probes(name, spec))
     container["resources"] = {
         "requests": {"cpu": str(spec["cpu"]), "memory": str(spec["memory"])},
@@ -124,13 +124,20 @@ def disruption_budget(name: str) -> dict[str, Any]:
     }
 
 
+def port_name(spec: dict[str, Any]) -> str:
+    # A worker's port takes a platform's callbacks (webhooks, interactions); an http
+    # service's is its API.
+    return "http" if spec["kind"] == "http" else "inbound"
+
+
 def service(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    port = port_name(spec)
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": f"askgate-{name}", "labels": labels(name)},
         "spec": {"selector": selector(name),
-                 "ports": [{"name": "http", "port": int(spec["port"]), "targetPort": "http"}]},
+                 "ports": [{"name": port, "port": int(spec["port"]), "targetPort": port}]},
     }
 
 
@@ -155,7 +162,7 @@ def autoscaler(name: str, spec: dict[str, Any]) -> dict[str, Any]:
 
 def objects(name: str, spec: dict[str, Any]) -> list[dict[str, Any]]:
     out = [deployment(name, spec), disruption_budget(name)]
-    if spec["kind"] == "http":
+    if spec.get("port"):
         out.append(service(name, spec))
     if spec.get("autoscale"):
         out.append(autoscaler(name, spec))

@@ -12,6 +12,7 @@ import sys
 
 import uvicorn
 from askgate import health
+from askgate.conn import check_redis
 from askgate.errors import ConfigError
 from askgate.logs import configure_logging
 from askgate.settings import Settings, load
@@ -43,7 +44,9 @@ def main(argv: list[str] | None = None) -> None:
     try:
         settings = load(Settings)
         if args.check:
-            raise SystemExit(asyncio.run(health.check(settings.redis_url, SERVICE)))
+            raise SystemExit(asyncio.run(health.check(settings.redis_url, SERVICE,
+                                                      cluster=settings.redis_cluster)))
+        check_redis(settings)
         app = create_app(settings)
     except ConfigError as exc:
         print(f"askgate-web: {exc.message}", file=sys.stderr)

@@ -11,6 +11,7 @@ from pathlib import Path
 import orjson
 import structlog
 from askgate import health
+from askgate.conn import connect
 from askgate.errors import AskgateError
 from askgate.i18n import t
 from askgate.settings import Settings
@@ -18,7 +19,6 @@ from askgate.store import Store
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
-from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from askgate_web import inbound, render
@@ -35,10 +35,11 @@ def create_app(settings: Settings) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        redis = Redis.from_url(settings.redis_url, socket_connect_timeout=1.0, socket_timeout=5.0)
+        redis = connect(settings.redis_url, cluster=settings.redis_cluster,
+                        connect_timeout_s=1.0, socket_timeout_s=5.0)
         # The blocking XREAD needs its own connection with a longer read timeout.
-        reader = Redis.from_url(settings.redis_url, socket_connect_timeout=1.0,
-                                socket_timeout=READ_BLOCK_MS / 1000 + 5.0)
+        reader = connect(settings.redis_url, cluster=settings.redis_cluster,
+                         connect_timeout_s=1.0, socket_timeout_s=READ_BLOCK_MS / 1000 + 5.0)
         app.state.store = Store(redis, settings)
         stop = asyncio.Event()
         tasks = [asyncio.create_task(hub.run(reader), name="web-reader"),

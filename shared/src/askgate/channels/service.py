@@ -75,7 +75,8 @@ class ChannelService:
         self._own_redis = redis is None
         # Blocking stream reads hold a connection for consumer_block_ms: allow for it.
         self.redis = redis or connect(
-            settings.redis_url, socket_timeout_s=settings.consumer_block_ms / 1000 + 10)
+            settings.redis_url, cluster=settings.redis_cluster,
+            socket_timeout_s=settings.consumer_block_ms / 1000 + 10)
         self.store = Store(self.redis, settings)
         self.stop = asyncio.Event()
         self.worker: ChannelWorker | None = None
