@@ -14,6 +14,7 @@ from askgate import keys
 from askgate.channels import (
     ChannelService,
     ChannelSettings,
+    ExtraMessage,
     PermanentError,
     SentPrompt,
     StalePolicy,
@@ -40,6 +41,7 @@ class Platform:
     scripts: dict[str, list[Exception | None]] = field(default_factory=dict)
     prompts: list[tuple[str, str]] = field(default_factory=list)  # (question id, dest)
     summaries: list[tuple[str, str]] = field(default_factory=list)
+    tidied: list[tuple[str, str, str]] = field(default_factory=list)  # (id, kind, message)
     hold: dict[str, asyncio.Event] = field(default_factory=dict)
 
     async def call(self, dest: str) -> None:
@@ -75,6 +77,15 @@ class RecordingAdapter:
         self.platform.summaries.append((rec.id, self.destination(rec, target)))
 
 
+class TidyingAdapter(RecordingAdapter):
+    """Also finalises the extra messages tracked for a question."""
+
+    async def finalise_message(self, rec: Record, target: Target,
+                               extra: ExtraMessage) -> None:
+        await self.platform.call(extra.destination)
+        self.platform.tidied.append((rec.id, extra.kind, extra.message))
+
+
 def settings(url: str, **overrides: Any) -> ChannelSettings:
     values: dict[str, Any] = {
         "redis_url": url, "secret_key": SECRET, "timeout_min_s": 1, "consumer_block_ms": 50,
@@ -90,9 +101,10 @@ async def services(redis_server: RedisProcess, redis: Redis
     started: list[ChannelService] = []
 
     async def start(platform: Platform, policy: StalePolicy = StalePolicy.RESEND,
+                    adapter: type[RecordingAdapter] = RecordingAdapter,
                     **overrides: Any) -> ChannelService:
         service = ChannelService("slack", settings(redis_server.url, **overrides))
-        service.use(RecordingAdapter(platform, policy))
+        service.use(adapter(platform, policy))
         await service.start()
         started.append(service)
         return service
@@ -238,6 +250,77 @@ async def test_channel_is_live_while_a_worker_runs(
     assert await redis.exists(keys.channel_live("slack"))
     await service.close()
     assert 0 < await redis.pttl(keys.channel_live("slack")) <= 15_000
+
+
+async def test_tracked_messages_are_finalised_once_when_the_question_ends(
+    services: Any, settings_store: Store, tenant: Tenant, redis: Redis
+) -> None:
+    """Messages tracked beside a prompt reach finalise_message once each when the question
+    ends, and a replayed resolved event finalises none of them again."""
+    platform = Platform()
+    service = await services(platform, adapter=TidyingAdapter)
+    rec = await ask(settings_store, tenant, "C1")
+    await eventually(lambda: delivered(settings_store, rec.id), "delivered")
+    worker = service.worker
+    await worker.track(rec, 0, "C1", "7", "copy")
+    await worker.track(rec, 0, "C1", "8", "note")
+    await settings_store.answer(tenant.id, rec.id, {"deploy_target": ["Production"]})
+    await eventually(lambda: len(platform.tidied) == 2, "both extra messages finalised")
+    await redis.xadd(keys.events(keys.shard_of(rec.id), "slack"),
+                     {"type": "question.resolved", "id": rec.id, "status": "answered",
+                      "reason": ""})
+    await eventually(lambda: platform.summaries, "the prompt's summary")
+    assert sorted(platform.tidied) == [(rec.id, "copy", "7"), (rec.id, "note", "8")]
+    assert not await redis.exists(keys.prompt_extras("slack", rec.id))
+
+
+async def test_tracking_after_the_end_finalises_at_once(
+    services: Any, settings_store: Store, tenant: Tenant
+) -> None:
+    """A message tracked after its question ended (a race with the end) is finalised
+    right away instead of staying for good."""
+    platform = Platform()
+    service = await services(platform, adapter=TidyingAdapter)
+    rec = await ask(settings_store, tenant, "C1")
+    await eventually(lambda: delivered(settings_store, rec.id), "delivered")
+    await settings_store.answer(tenant.id, rec.id, {"deploy_target": ["Production"]})
+    await eventually(lambda: platform.summaries, "the prompt's summary")
+    await service.worker.track(rec, 0, "C1", "9", "note")
+    assert platform.tidied == [(rec.id, "note", "9")]
+
+
+async def test_extra_message_left_for_later_when_the_platform_is_down(
+    services: Any, settings_store: Store, tenant: Tenant
+) -> None:
+    """A tracked message whose finalisation keeps failing transiently is kept and finalised
+    on a later round, once."""
+    platform = Platform()
+    service = await services(platform, adapter=TidyingAdapter, delivery_retries=0)
+    rec = await ask(settings_store, tenant, "C1")
+    await eventually(lambda: delivered(settings_store, rec.id), "delivered")
+    await service.worker.track(rec, 0, "C9", "5", "note")
+    platform.scripts["C9"] = [TransientError("HTTP 502")]
+    await settings_store.answer(tenant.id, rec.id, {"deploy_target": ["Production"]})
+    await eventually(lambda: platform.tidied, "the note finalised on a later round")
+    assert platform.tidied == [(rec.id, "note", "5")]
+
+
+async def test_adapter_without_finaliser_forgets_extra_messages(
+    services: Any, settings_store: Store, tenant: Tenant, redis: Redis
+) -> None:
+    """With an adapter that does not finalise extra messages, the kit only forgets them."""
+    platform = Platform()
+    service = await services(platform)
+    rec = await ask(settings_store, tenant, "C1")
+    await eventually(lambda: delivered(settings_store, rec.id), "delivered")
+    await service.worker.track(rec, 0, "C1", "7", "note")
+    await settings_store.answer(tenant.id, rec.id, {"deploy_target": ["Production"]})
+    await eventually(lambda: platform.summaries, "the prompt's summary")
+    await eventually(lambda: _gone(redis, keys.prompt_extras("slack", rec.id)), "forgotten")
+
+
+async def _gone(redis: Redis, key: str) -> bool:
+    return not await redis.exists(key)
 
 
 @pytest.fixture

@@ -31,6 +31,16 @@ async def test_put_replaces_one_questions_selection_only(redis: Redis) -> None:
     assert await sel.get("q1", 0, 0) == set()
 
 
+async def test_all_gives_each_questions_picks(redis: Redis) -> None:
+    """Every question's picks on one prompt; questions without any are left out."""
+    sel = Selections(redis, 60)
+    await sel.put("q1", 0, [1], part=0)
+    await sel.toggle("q1", 0, 2, part=2)
+    await sel.toggle("q1", 0, 0, part=1)
+    await sel.toggle("q1", 0, 0, part=1)
+    assert await sel.all("q1", 0) == {0: {1}, 2: {2}}
+
+
 async def test_clear_removes_every_questions_selection(redis: Redis) -> None:
     """Clearing a target's selections leaves no key of any question behind."""
     sel = Selections(redis, 60)

@@ -187,6 +187,13 @@ def inbound_seen(channel: str, scope: str, event_id: str) -> str:
     return f"{PREFIX}:ch:{channel}:seen:{scope}:{event_id}"
 
 
+def prompt_extras(channel: str, question_id: str) -> str:
+    """SET of the messages a worker sent about a question besides its prompt (a prompt
+    shown again, a free-text request, a note), each `[target index, kind, destination,
+    message]` in JSON: what finalisation turns into the summary or removes."""
+    return f"{PREFIX}:ch:{channel}:extra:{question_id}"
+
+
 def selection(question_id: str, target_index: int, part: int = 0) -> str:
     """SET of option indexes picked on a prompt, per question of the ask (`part`, its
     position): ticks where the platform has no native multi-select, or each question's

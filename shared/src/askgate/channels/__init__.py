@@ -5,7 +5,7 @@ summary, which destination a target names) and handles its platform's input with
 inbound helpers; `ChannelService` runs it. See docs/writing-a-channel.md.
 """
 
-from askgate.channels.adapter import ChannelAdapter, SentPrompt
+from askgate.channels.adapter import ChannelAdapter, ExtraMessage, MessageFinaliser, SentPrompt
 from askgate.channels.credentials import TenantConfigs, id_list
 from askgate.channels.inbound import (
     Answering,
@@ -29,6 +29,8 @@ __all__ = [
     "ChannelWorker",
     "Dedupe",
     "DeliveryPolicy",
+    "ExtraMessage",
+    "MessageFinaliser",
     "Outcome",
     "PermanentError",
     "PlatformError",

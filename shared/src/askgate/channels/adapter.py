@@ -11,7 +11,7 @@ destination waits) and nothing else for a platform's answers.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from askgate.ledger import StalePolicy
 from askgate.models import Target
@@ -32,6 +32,18 @@ class SentPrompt:
     destination: str | None = None
 
 
+@dataclass(frozen=True)
+class ExtraMessage:
+    """A message a worker sent about a question besides its prompt, tracked by the
+    prompt index (`ChannelWorker.track`): `kind` is the worker's word for it ("copy": the
+    prompt shown again; "other": a free-text request; "note": a reply to the person)."""
+
+    index: int  # the target's index in the ask
+    kind: str
+    destination: str
+    message: str
+
+
 class ChannelAdapter(Protocol):
     channel: str
     # What a claim left by a worker that died mid-send means (see ledger.StalePolicy).
@@ -48,4 +60,16 @@ class ChannelAdapter(Protocol):
     async def finalise(self, rec: Record, index: int, target: Target,
                        ref: dict[str, Any]) -> None:
         """Turn the shown prompt into its summary (`rec` is final); idempotent."""
+        ...
+
+
+@runtime_checkable
+class MessageFinaliser(Protocol):
+    """An adapter that also tidies its extra messages when the question ends: a copy of
+    the prompt becomes the summary too, a helper message goes. Optional: without it the
+    kit only forgets them."""
+
+    async def finalise_message(self, rec: Record, target: Target,
+                               extra: ExtraMessage) -> None:
+        """`rec` is final; idempotent (a message already gone is not an error)."""
         ...

@@ -1,6 +1,7 @@
 """What every chat worker needs to take a human's input: which question a message is
-about (the prompt index), platform retries turned into no-ops (dedupe), who may answer,
-multi-select ticks, and one mapping from an answer attempt to what the human is told.
+about (the prompt index, which also keeps the question's extra messages for its end),
+platform retries turned into no-ops (dedupe), who may answer, partial picks, and one
+mapping from an answer attempt to what the human is told.
 """
 
 from __future__ import annotations
@@ -9,10 +10,12 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+import orjson
 from redis.asyncio import Redis
 
 from askgate import keys
 from askgate.answers import ended_message
+from askgate.channels.adapter import ExtraMessage
 from askgate.errors import AlreadyFinal, IncompleteAnswer, ValidationFailed
 from askgate.i18n import t
 from askgate.models import Responder
@@ -46,7 +49,8 @@ class PromptIndex:
     async def remember(self, tenant: str, destination: str, question_id: str, index: int,
                        message: str | None = None, kind: str = "prompt") -> None:
         """A message of ours at `destination` (or, without `message`, a prompt shown
-        there whose message id is not known)."""
+        there whose message id is not known). Any kind but "prompt" is also an extra
+        message of the question, handed to the adapter when the question ends."""
         async with self.redis.pipeline(transaction=False) as pipe:
             if message is not None:
                 pipe.set(keys.prompt_ref(self.channel, tenant, destination, message),
@@ -55,6 +59,11 @@ class PromptIndex:
                 dest = keys.destination_prompts(self.channel, tenant, destination)
                 pipe.zadd(dest, {question_id: now_ms()})
                 pipe.expire(dest, self.keep_s)
+            elif message is not None:
+                extras = keys.prompt_extras(self.channel, question_id)
+                pipe.sadd(extras, _extra_member(ExtraMessage(index, kind, destination,
+                                                             message)))
+                pipe.expire(extras, self.keep_s)
             await pipe.execute()
 
     async def lookup(self, tenant: str, destination: str, message: str) -> PromptRef | None:
@@ -72,6 +81,31 @@ class PromptIndex:
     async def forget(self, tenant: str, destination: str, question_id: str) -> None:
         await self.redis.zrem(keys.destination_prompts(self.channel, tenant, destination),
                               question_id)
+
+    async def extras(self, question_id: str) -> list[ExtraMessage]:
+        """The question's extra messages not yet finalised, oldest message first."""
+        raw = await self.redis.smembers(keys.prompt_extras(self.channel, question_id))
+        found = [ExtraMessage(*orjson.loads(m)) for m in raw]
+        return sorted(found, key=lambda e: (e.destination, _numeric(e.message)))
+
+    async def take(self, question_id: str, extra: ExtraMessage) -> bool:
+        """Claim an extra message for finalisation: True for exactly one caller."""
+        return bool(await self.redis.srem(keys.prompt_extras(self.channel, question_id),
+                                          _extra_member(extra)))
+
+    async def put_back(self, question_id: str, extra: ExtraMessage) -> None:
+        """A claimed extra message that could not be finalised now: for a later round."""
+        key = keys.prompt_extras(self.channel, question_id)
+        await self.redis.sadd(key, _extra_member(extra))
+        await self.redis.expire(key, self.keep_s)
+
+
+def _extra_member(extra: ExtraMessage) -> bytes:
+    return orjson.dumps([extra.index, extra.kind, extra.destination, extra.message])
+
+
+def _numeric(message: str) -> tuple[int, str]:
+    return (int(message), "") if message.isdigit() else (0, message)
 
 
 class Dedupe:
@@ -121,6 +155,14 @@ class Selections:
     async def get(self, question_id: str, index: int, part: int = 0) -> set[int]:
         return {int(x) for x in await self.redis.smembers(
             keys.selection(question_id, index, part))}
+
+    async def all(self, question_id: str, index: int) -> dict[int, set[int]]:
+        """Every question's picks on the prompt (questions without any are left out)."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for part in range(MAX_QUESTIONS):
+                pipe.smembers(keys.selection(question_id, index, part))
+            found = await pipe.execute()
+        return {part: {int(x) for x in raw} for part, raw in enumerate(found) if raw}
 
     async def clear(self, question_id: str, indexes: Collection[int]) -> None:
         if indexes:

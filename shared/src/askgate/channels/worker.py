@@ -9,19 +9,22 @@ once. `handle(event)` is the stream consumer's handler.
   `max_claims`, after which the target fails. A permanent failure fails the target at
   once; when no target can show the question, it ends as delivery_failed.
 - `question.resolved`: every delivered prompt that is not yet a summary is finalised by
-  the adapter, then marked in the ledger, so a replayed event edits nothing twice.
+  the adapter, then marked in the ledger, so a replayed event edits nothing twice. The
+  question's extra messages (`track`: a prompt shown again, helper messages) go to the
+  adapter's `finalise_message` once each.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import structlog
 
-from askgate.channels.adapter import ChannelAdapter
+from askgate.channels.adapter import ChannelAdapter, ExtraMessage, MessageFinaliser
 from askgate.channels.inbound import PromptIndex, Selections
 from askgate.consumer import Event, RetryLater
 from askgate.errors import PermanentError, ThrottledError, TransientError
@@ -218,7 +221,8 @@ class ChannelWorker:
         for _, tg in targets:
             await self.prompts.forget(rec.tenant, self.adapter.destination(rec, tg), rec.id)
         await self.selections.clear(rec.id, [i for i, _ in targets])
-        for out in outcomes:
+        extras = await self._finalise_extras(rec)
+        for out in [*outcomes, *extras]:
             if isinstance(out, Later):
                 raise RetryLater(f"{rec.id}: {self.channel} summaries later")
             if isinstance(out, BaseException):
@@ -234,15 +238,26 @@ class ChannelWorker:
                               ref: dict[str, Any]) -> None:
         """Edit one shown prompt into its summary (also for inbound handlers that find
         an ended question's prompt); marked in the ledger once done."""
+        outcome = await self._settle_call(
+            rec, index, self.adapter.destination(rec, target),
+            lambda: self.adapter.finalise(rec, index, target, ref))
+        if await self.ledger.mark_summary(rec, index, outcome):
+            log.info("prompt.finalised", question_id=rec.id, tenant=rec.tenant,
+                     channel=self.channel, target=index, status=rec.status.value,
+                     reason=rec.reason.value if rec.reason else None)
+
+    async def _settle_call(self, rec: Record, index: int, destination: str,
+                           fn: Callable[[], Awaitable[None]]) -> str:
+        """One finalising platform call, with the destination's 429s and quick retries:
+        "done", or "failed" when the platform refuses for good; Later to try again on a
+        later round."""
         p = self.policy
-        destination = self.adapter.destination(rec, target)
         tries = throttles = 0
-        outcome = "done"
         while True:
             await self._turn(destination)
             try:
                 async with self._slots:
-                    await self.adapter.finalise(rec, index, target, ref)
+                    await fn()
             except ThrottledError as exc:
                 self.gate.block(destination, exc.retry_after_s or 0.0)
                 throttles += 1
@@ -259,9 +274,43 @@ class ChannelWorker:
                 # The message was deleted, the bot removed: nothing left to edit.
                 log.warning("prompt.finalise_failed", question_id=rec.id, target=index,
                             channel=self.channel, error=exc.message)
-                outcome = "failed"
-            break
-        if await self.ledger.mark_summary(rec, index, outcome):
-            log.info("prompt.finalised", question_id=rec.id, tenant=rec.tenant,
-                     channel=self.channel, target=index, status=rec.status.value,
-                     reason=rec.reason.value if rec.reason else None)
+                return "failed"
+            return "done"
+
+    # -- extra messages ------------------------------------------------------------------
+
+    async def track(self, rec: Record, index: int, destination: str, message: str,
+                    kind: str) -> None:
+        """Remember a message sent about `rec` besides its prompt (the prompt shown
+        again, a free-text request, a note), so that the question's end reaches it too
+        (`MessageFinaliser`). A question that ended meanwhile has it finalised now: its
+        resolved event may have been handled before the message existed."""
+        await self.prompts.remember(rec.tenant, destination, rec.id, index, message, kind)
+        now = await self.store.load(rec.id)
+        if now is not None and not now.pending:
+            for out in await self._finalise_extras(now):
+                if isinstance(out, BaseException):
+                    log.warning("message.finalise_later", question_id=rec.id,
+                                channel=self.channel, error=repr(out))
+
+    async def _finalise_extras(self, rec: Record) -> list[BaseException | None]:
+        extras = await self.prompts.extras(rec.id)
+        return await asyncio.gather(*(self._finalise_extra(rec, e) for e in extras),
+                                    return_exceptions=True)
+
+    async def _finalise_extra(self, rec: Record, extra: ExtraMessage) -> None:
+        if not await self.prompts.take(rec.id, extra):
+            return  # another handler has it
+        adapter = self.adapter
+        if not isinstance(adapter, MessageFinaliser) or not 0 <= extra.index < len(rec.targets):
+            return
+        target = rec.targets[extra.index]
+        try:
+            outcome = await self._settle_call(
+                rec, extra.index, extra.destination,
+                lambda: adapter.finalise_message(rec, target, extra))
+        except BaseException:
+            await self.prompts.put_back(rec.id, extra)
+            raise
+        log.info("message.finalised", question_id=rec.id, tenant=rec.tenant,
+                 channel=self.channel, target=extra.index, kind=extra.kind, outcome=outcome)
