@@ -52,6 +52,27 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "reconnecting": "Reconnecting…",
         "choose": "Choose…",
         "choose_then_submit": "Choose an answer for each question, then Submit.",
+        # Chat channels (Telegram): the prompt's footer, /start and /help, and the note for
+        # a plain message when more than one question waits in the chat.
+        "minutes_short": "{n} min",
+        "seconds_short": "{n} s",
+        "open_web": "Open on the web",
+        "group_reply": "In a group the bot sees only replies: to answer in writing, reply to "
+        "this message.",
+        "help_intro": "askgate shows your agent's questions in this chat.",
+        "help_chat_id": "This chat's id:",
+        "help_target": "Ask with this target:",
+        "help_answer": "Answer with the buttons, or reply to the question's message in your "
+        "own words.",
+        "help_group": "In a group the bot sees only replies to its messages and commands, "
+        "so reply to the question.",
+        "help_commands": "/pending shows the waiting question again; /skip skips it.",
+        "which": "More than one question is waiting here. Reply to the message of the one "
+        "you are answering:",
+        "which_again": "/pending shows them again.",
+        "cmd_help": "This chat's id and how to answer",
+        "cmd_pending": "Show the waiting question again",
+        "cmd_skip": "Skip the waiting question",
     },
     "tr": {
         "submitted": "Cevap gönderildi.",
@@ -102,6 +123,25 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "reconnecting": "Yeniden bağlanılıyor…",
         "choose": "Seçin…",
         "choose_then_submit": "Her soru için bir cevap seçin, sonra Gönder'e basın.",
+        "minutes_short": "{n} dk",
+        "seconds_short": "{n} sn",
+        "open_web": "Web'de aç",
+        "group_reply": "Grupta bot yalnızca yanıtları görür: yazarak cevaplamak için bu "
+        "mesajı yanıtlayın.",
+        "help_intro": "askgate, ajanınızın sorularını bu sohbette gösterir.",
+        "help_chat_id": "Bu sohbetin kimliği:",
+        "help_target": "Şu hedefle sorun:",
+        "help_answer": "Düğmelerle cevaplayın ya da sorunun mesajını kendi sözlerinizle "
+        "yanıtlayın.",
+        "help_group": "Grupta bot yalnızca kendi mesajlarına verilen yanıtları ve komutları "
+        "görür; bu yüzden soruyu yanıtlayın.",
+        "help_commands": "/pending bekleyen soruyu yeniden gösterir; /skip onu atlar.",
+        "which": "Burada birden fazla soru bekliyor. Cevapladığınız sorunun mesajını "
+        "yanıtlayın:",
+        "which_again": "/pending onları yeniden gösterir.",
+        "cmd_help": "Bu sohbetin kimliği ve nasıl cevaplanır",
+        "cmd_pending": "Bekleyen soruyu yeniden göster",
+        "cmd_skip": "Bekleyen soruyu atla",
     },
     "hi": {
         "submitted": "उत्तर भेज दिया गया।",
@@ -150,6 +190,24 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "reconnecting": "फिर से जुड़ रहा है…",
         "choose": "चुनें…",
         "choose_then_submit": "हर प्रश्न के लिए एक उत्तर चुनें, फिर 'भेजें' दबाएँ।",
+        "minutes_short": "{n} मिनट",
+        "seconds_short": "{n} सेकंड",
+        "open_web": "वेब पर खोलें",
+        "group_reply": "समूह में बॉट केवल जवाब देखता है: लिखकर उत्तर देने के लिए इस संदेश "
+        "का जवाब दें।",
+        "help_intro": "askgate आपके एजेंट के प्रश्न इस चैट में दिखाता है।",
+        "help_chat_id": "इस चैट की आईडी:",
+        "help_target": "इस लक्ष्य के साथ पूछें:",
+        "help_answer": "बटन से उत्तर दें, या प्रश्न के संदेश का अपने शब्दों में जवाब दें।",
+        "help_group": "समूह में बॉट केवल अपने संदेशों के जवाब और कमांड देखता है, इसलिए "
+        "प्रश्न का जवाब दें।",
+        "help_commands": "/pending प्रतीक्षा में प्रश्न फिर से दिखाता है; /skip उसे छोड़ देता है।",
+        "which": "यहाँ एक से अधिक प्रश्न प्रतीक्षा में हैं। जिस प्रश्न का उत्तर दे रहे हैं, "
+        "उसके संदेश का जवाब दें:",
+        "which_again": "/pending उन्हें फिर से दिखाता है।",
+        "cmd_help": "इस चैट की आईडी और उत्तर कैसे दें",
+        "cmd_pending": "प्रतीक्षा में प्रश्न फिर से दिखाएँ",
+        "cmd_skip": "प्रतीक्षा में प्रश्न छोड़ें",
     },
 }
 
@@ -162,3 +220,10 @@ def t(locale: str, key: str, **kwargs: object) -> str:
     table = MESSAGES.get(locale, MESSAGES["en"])
     text = table.get(key) or MESSAGES["en"][key]
     return text.format(**kwargs) if kwargs else text
+
+
+def locale_of(language_code: str | None) -> str:
+    """askgate's locale for a platform's language tag (`tr`, `hi-IN`, `pt-BR`): its
+    language when askgate speaks it, else en."""
+    lang = (language_code or "").split("-")[0].split("_")[0].lower()
+    return lang if lang in MESSAGES else "en"
