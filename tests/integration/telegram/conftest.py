@@ -76,6 +76,18 @@ class Harness:
         assert isinstance(msg, Msg)
         return msg
 
+    def bot_messages(self, chat_id: int = PRIVATE) -> list[Msg]:
+        """The bot's messages still in the chat (not deleted), oldest first."""
+        return [m for m in self.fake.messages(chat_id) if m.raw.get("from", {}).get("is_bot")]
+
+    def said(self, chat_id: int = PRIVATE) -> list[str]:
+        return [m.text for m in self.bot_messages(chat_id)]
+
+    def own(self, update: dict[str, Any]) -> Msg:
+        """The person's message an update carries, as the fake keeps it."""
+        message = update.get("message") or update["edited_message"]
+        return self.fake.chats[message["chat"]["id"]][message["message_id"]]
+
     async def post(self, update: dict[str, Any], secret: str | None = WEBHOOK_SECRET,
                    tenant_id: str | None = None) -> httpx.Response:
         headers = {"X-Telegram-Bot-Api-Secret-Token": secret} if secret is not None else {}

@@ -1,11 +1,13 @@
 """A local fake Telegram Bot API server: records every call and enforces the limits.
 
 The real aiogram Bot talks to it through `TelegramAPIServer.from_base(fake.base)`. It
-keeps each chat's messages (text, inline keyboard), refuses what Telegram refuses (text
-outside 1-4096 characters, callback_data over 64 bytes, answerCallbackQuery text over
-200 characters or answered twice, editing a missing message, "message is not modified"),
-and can be told to answer 429 retry_after, to act as a blocked chat or a missing chat,
-or to hold sendMessage responses (the message is recorded first, as Telegram would).
+keeps each chat's messages (text, entities, inline keyboard, reactions; deleted ones
+go), refuses what Telegram refuses (text outside 1-4096 characters, entities outside
+the text or of an unknown type, callback_data over 64 bytes, answerCallbackQuery text
+over 200 characters or answered twice, editing or deleting a missing message, "message
+is not modified"), and can be told to answer 429 retry_after, to act as a blocked chat
+or a missing chat, to refuse reactions, or to hold sendMessage responses (the message
+is recorded first, as Telegram would).
 """
 
 from __future__ import annotations
@@ -22,6 +24,16 @@ from aiohttp import web
 TEXT_MAX = 4096
 CALLBACK_DATA_MAX = 64
 CALLBACK_TEXT_MAX = 200
+ENTITY_TYPES = {
+    "mention", "hashtag", "cashtag", "bot_command", "url", "email", "phone_number", "bold",
+    "italic", "underline", "strikethrough", "spoiler", "blockquote", "expandable_blockquote",
+    "code", "pre", "text_link", "text_mention", "custom_emoji", "date_time",
+}
+REACTIONS = {"👍", "👎", "❤", "🔥", "🎉", "👌"}  # a few of Telegram's standard ones
+
+
+def utf16_len(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
 
 
 @dataclass
@@ -39,10 +51,23 @@ class Msg:
     reply_markup: dict[str, Any] | None
     raw: dict[str, Any]
     edits: list[str] = field(default_factory=list)
+    entities: list[dict[str, Any]] = field(default_factory=list)
+    reactions: list[str] = field(default_factory=list)
 
     @property
     def buttons(self) -> list[list[dict[str, Any]]]:
         return (self.reply_markup or {}).get("inline_keyboard", [])
+
+    def styled(self, kind: str) -> list[str]:
+        """The parts of the text an entity of `kind` covers (offsets in UTF-16)."""
+        units = self.text.encode("utf-16-le")
+        return [units[2 * e["offset"]: 2 * (e["offset"] + e["length"])].decode("utf-16-le")
+                for e in self.entities if e["type"] == kind]
+
+    def entity(self, kind: str) -> dict[str, Any]:
+        found = [e for e in self.entities if e["type"] == kind]
+        assert len(found) == 1, (kind, self.entities)
+        return found[0]
 
 
 class TelegramError(Exception):
@@ -72,6 +97,10 @@ class FakeBotAPI:
         self.queries: dict[str, bool] = {}  # callback query id → answered
         self.updates: dict[str, asyncio.Queue[dict[str, Any]]] = {}
         self.webhooks: dict[str, dict[str, Any]] = {}
+        self.menus: dict[str | None, list[dict[str, Any]]] = {}  # language → commands
+        self.deleted: list[tuple[int, int]] = []  # (chat, message)
+        self.no_reactions: set[int] = set()  # chats where reactions are turned off
+        self.refuse_entities: set[int] = set()  # chats whose formatting Telegram refuses
         self._ids = itertools.count(1)
         self._update_ids = itertools.count(1000)
         self._runner: web.AppRunner | None = None
@@ -152,6 +181,25 @@ class FakeBotAPI:
             raise TelegramError(400, "Bad Request: message is too long")
 
     @staticmethod
+    def _check_entities(text: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        if params.get("parse_mode"):
+            raise TelegramError(400, "fake: parse_mode is not spoken here; send entities")
+        entities = params.get("entities") or []
+        size = utf16_len(text)
+        for e in entities:
+            if e.get("type") not in ENTITY_TYPES:
+                raise TelegramError(400, "Bad Request: can't parse entities: unsupported "
+                                    f"entity type {e.get('type')!r}")
+            offset, length = int(e["offset"]), int(e["length"])
+            if offset < 0 or length <= 0 or offset + length > size:
+                raise TelegramError(400, "Bad Request: ENTITY_BOUNDS_INVALID")
+            if e["type"] == "text_link" and not e.get("url"):
+                raise TelegramError(400, "Bad Request: can't parse entities: no url")
+            if e["type"] == "date_time" and not isinstance(e.get("unix_time"), int):
+                raise TelegramError(400, "Bad Request: can't parse entities: no unix_time")
+        return list(entities)
+
+    @staticmethod
     def _check_markup(markup: Any) -> None:
         if not markup or "inline_keyboard" not in markup:
             return
@@ -179,6 +227,9 @@ class FakeBotAPI:
         chat_id = self._chat_id(params)
         text = str(params.get("text", ""))
         self._check_text(text)
+        entities = self._check_entities(text, params)
+        if entities and chat_id in self.refuse_entities:
+            raise TelegramError(400, "Bad Request: can't parse entities: unsupported entity")
         markup = params.get("reply_markup")
         self._check_markup(markup)
         message_id = next(self._ids)
@@ -187,13 +238,16 @@ class FakeBotAPI:
                                "text": text}
         if isinstance(markup, dict) and "inline_keyboard" in markup:
             raw["reply_markup"] = markup
+        if entities:
+            raw["entities"] = entities
         reply_to = (params.get("reply_parameters") or {}).get("message_id")
         if reply_to:
             target = self.chats.get(chat_id, {}).get(int(reply_to))
             if target is not None:
                 raw["reply_to_message"] = target.raw
         self.chats.setdefault(chat_id, {})[message_id] = Msg(
-            chat_id, message_id, text, markup if isinstance(markup, dict) else None, raw)
+            chat_id, message_id, text, markup if isinstance(markup, dict) else None, raw,
+            entities=entities)
         await self.hold_send.wait()
         return raw
 
@@ -201,16 +255,18 @@ class FakeBotAPI:
         msg = self._get(params)
         text = str(params.get("text", ""))
         self._check_text(text)
+        entities = self._check_entities(text, params)
         markup = params.get("reply_markup")
         self._check_markup(markup)
         new_markup = markup if isinstance(markup, dict) and markup.get("inline_keyboard") else None
         if text == msg.text and new_markup == msg.reply_markup:
             raise TelegramError(400, "Bad Request: message is not modified: specified new "
                                 "message content and reply markup are exactly the same")
-        msg.text, msg.reply_markup = text, new_markup
+        msg.text, msg.reply_markup, msg.entities = text, new_markup, entities
         msg.edits.append(text)
         msg.raw = {**msg.raw, "text": text}
         msg.raw.pop("reply_markup", None)
+        msg.raw.pop("entities", None)
         if new_markup:
             msg.raw["reply_markup"] = new_markup
         return msg.raw
@@ -225,6 +281,29 @@ class FakeBotAPI:
         msg.reply_markup = new_markup
         msg.raw = {**msg.raw, "reply_markup": new_markup} if new_markup else msg.raw
         return msg.raw
+
+    async def m_deleteMessage(self, token: str, params: dict[str, Any]) -> Any:
+        chat_id = self._chat_id(params)
+        message_id = int(params.get("message_id", 0))
+        if self.chats.get(chat_id, {}).pop(message_id, None) is None:
+            raise TelegramError(400, "Bad Request: message to delete not found")
+        self.deleted.append((chat_id, message_id))
+        return True
+
+    async def m_setMessageReaction(self, token: str, params: dict[str, Any]) -> Any:
+        chat_id = self._chat_id(params)
+        msg = self.chats.get(chat_id, {}).get(int(params.get("message_id", 0)))
+        if msg is None:
+            raise TelegramError(400, "Bad Request: message to react not found")
+        emojis = [r.get("emoji", "") for r in params.get("reaction") or []]
+        if chat_id in self.no_reactions or any(e not in REACTIONS for e in emojis):
+            raise TelegramError(400, "Bad Request: REACTION_INVALID")
+        msg.reactions = emojis
+        return True
+
+    async def m_setMyCommands(self, token: str, params: dict[str, Any]) -> Any:
+        self.menus[params.get("language_code")] = list(params.get("commands") or [])
+        return True
 
     async def m_answerCallbackQuery(self, token: str, params: dict[str, Any]) -> Any:
         qid = str(params.get("callback_query_id", ""))
@@ -272,12 +351,24 @@ class FakeBotAPI:
             "message": msg.raw}}
 
     def text(self, chat_id: int, text: str, from_user: dict[str, Any],
-             reply_to: Msg | None = None) -> dict[str, Any]:
-        """A message update: `from_user` writes `text` in the chat (optionally a reply)."""
-        message: dict[str, Any] = {"message_id": next(self._ids), "date": int(time.time()),
+             reply_to: Msg | None = None, date: int | None = None) -> dict[str, Any]:
+        """A message update: `from_user` writes `text` in the chat (optionally a reply); a
+        leading /command is marked as Telegram marks it."""
+        message: dict[str, Any] = {"message_id": next(self._ids),
+                                   "date": int(time.time()) if date is None else date,
                                    "chat": self.chat(chat_id), "from": from_user, "text": text}
+        if text.startswith("/"):
+            message["entities"] = [{"type": "bot_command", "offset": 0,
+                                    "length": utf16_len(text.split()[0])}]
         if reply_to is not None:
             message["reply_to_message"] = reply_to.raw
         self.chats.setdefault(chat_id, {})[message["message_id"]] = Msg(
             chat_id, message["message_id"], text, None, message)
         return {"update_id": next(self._update_ids), "message": message}
+
+    def edit(self, msg: Msg, text: str) -> dict[str, Any]:
+        """An edited_message update: the person changed the text of their message."""
+        message = {**msg.raw, "text": text, "edit_date": int(time.time())}
+        msg.text, msg.raw = text, message
+        msg.edits.append(text)
+        return {"update_id": next(self._update_ids), "edited_message": message}

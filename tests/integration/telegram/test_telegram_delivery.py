@@ -44,11 +44,20 @@ async def test_single_select_gets_one_button_per_option_then_other_and_skip(tg: 
     ]
 
 
-async def test_several_questions_get_only_a_skip_button(tg: Harness) -> None:
-    """Several questions are answered in text; the keyboard offers Skip only."""
-    await tg.ask(questions=THREE, locale="hi")
+async def test_several_questions_get_a_row_of_options_per_question(tg: Harness) -> None:
+    """Several questions: one row of option buttons per question, then Skip (Submit comes
+    once every question has an answer)."""
+    q = await tg.ask(questions=THREE, locale="hi")
     prompt = await tg.prompt()
-    assert [[b["text"] for b in row] for row in prompt.buttons] == [["छोड़ें"]]
+    rows = [[(b["text"], b["callback_data"]) for b in row] for row in prompt.buttons]
+    qid = q["id"]
+    assert rows == [
+        [("Staging", f"ag:{qid}:0:p0.0"), ("Production", f"ag:{qid}:0:p0.1")],
+        [("Auth", f"ag:{qid}:0:p1.0"), ("Billing", f"ag:{qid}:0:p1.1"),
+         ("Search", f"ag:{qid}:0:p1.2")],
+        [("Team", f"ag:{qid}:0:p2.0"), ("Nobody", f"ag:{qid}:0:p2.1")],
+        [("छोड़ें", f"ag:{qid}:0:s")],
+    ]
 
 
 async def test_multi_select_toggles_then_done_answers(tg: Harness) -> None:

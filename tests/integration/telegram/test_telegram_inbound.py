@@ -98,8 +98,11 @@ async def test_worker_without_bots_idles(redis: Redis, redis_server: RedisProces
 
 
 async def test_reply_in_private_chat_answers_when_prompt_replied(tg: Harness) -> None:
-    """A reply to the prompt in a private chat is acknowledged with "Answer submitted."."""
+    """A reply to the prompt in a private chat that counts gets a 👍, no extra message."""
     await tg.ask()
     prompt = await tg.prompt()
-    await tg.post(tg.fake.text(PRIVATE, "1", ADA, reply_to=prompt))
-    assert tg.fake.sent()[-1].params["text"] == "Answer submitted."
+    update = tg.fake.text(PRIVATE, "1", ADA, reply_to=prompt)
+    await tg.post(update)
+    reply = tg.fake.chats[PRIVATE][update["message"]["message_id"]]
+    assert reply.reactions == ["👍"]
+    assert len(tg.fake.sent()) == 1

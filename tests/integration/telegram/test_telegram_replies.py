@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from tests.integration.telegram.conftest import ADA, BOB, GROUP, PRIVATE, Harness, eventually
@@ -129,3 +130,38 @@ async def test_skip_word_skips(tg: Harness) -> None:
     await tg.post(tg.fake.text(PRIVATE, "atla", ADA))
     body = await tg.wait_result(q["id"])
     assert body["reason"] == "skipped"
+
+
+async def test_edited_reply_counts_while_the_question_is_pending(tg: Harness) -> None:
+    """A partial reply, edited into a whole one before the question ends, answers it."""
+    q = await tg.ask(questions=THREE)
+    prompt = await tg.prompt()
+    update = tg.fake.text(PRIVATE, "env: 2", ADA, reply_to=prompt)
+    await tg.post(update)
+    await tg.post(tg.fake.edit(tg.own(update), "env: 2\nareas: 3\nnotify: 1"))
+    assert answers(await tg.wait_result(q["id"])) == {
+        "env": ["Production"], "areas": ["Search"], "notify": ["Team"]}
+    assert tg.own(update).reactions == ["👍"]
+
+
+async def test_edit_of_a_message_older_than_the_question_is_no_answer(tg: Harness) -> None:
+    """Editing a message written before the question was asked does not answer it."""
+    old = tg.fake.text(PRIVATE, "hello", ADA, date=int(time.time()) - 3600)
+    q = await tg.ask()
+    await tg.prompt()
+    await tg.post(tg.fake.edit(tg.own(old), "2"))
+    await tg.post(tg.fake.text(PRIVATE, "1", ADA))
+    assert answers(await tg.wait_result(q["id"])) == {"deploy_target": ["Staging (Recommended)"]}
+
+
+async def test_edit_after_the_answer_is_told_it_came_too_late(tg: Harness) -> None:
+    """An edit of a reply to a prompt whose question already ended is told so, and changes
+    nothing."""
+    q = await tg.ask()
+    prompt = await tg.prompt()
+    update = tg.fake.text(PRIVATE, "1", ADA, reply_to=prompt)
+    await tg.post(update)
+    await tg.wait_result(q["id"])
+    await tg.post(tg.fake.edit(tg.own(update), "2"))
+    assert tg.fake.sent()[-1].params["text"] == "This question was already answered."
+    assert answers(await tg.wait_result(q["id"])) == {"deploy_target": ["Staging (Recommended)"]}

@@ -3,44 +3,88 @@ summary an editMessageText that drops the keyboard.
 
 Telegram has no idempotency key, so a claim left by a worker that died mid-send is
 assumed shown (never sent twice); the first tap or reply on that prompt supplies its
-message id (inbound.py), and only then can it be edited into its summary.
+message id (inbound), and only then can it be edited into its summary.
+
+Messages sent beside a prompt (tracked by the kit): a prompt shown again by /pending
+("copy") becomes the summary too; helper messages (the "Other…" request, notes to the
+person) are deleted, so the chat keeps the summary only.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from askgate.channels import PermanentError, SentPrompt, StalePolicy
+from aiogram.types import Message
+from askgate.channels import ExtraMessage, PermanentError, SentPrompt, StalePolicy
 from askgate.models import Target, TelegramTarget
 from askgate.record import Record
+from askgate.signing import session_link
+from askgate.timeutil import now_ms
 
-from askgate_telegram import render
+from askgate_telegram import compose, render
 from askgate_telegram.client import CHANNEL, Bots, TenantBot, call, not_modified
+from askgate_telegram.config import TelegramSettings
+from askgate_telegram.render import Picks
+
+COPY = "copy"  # a prompt shown again (/pending): it answers like the prompt
+
+
+def entities_refused(exc: PermanentError) -> bool:
+    # Telegram refusing the formatting ("can't parse entities", ENTITY_BOUNDS_INVALID):
+    # nothing was sent, so the same words go again without it.
+    text = exc.message.lower()
+    return "entit" in text or "url" in text
+
+
+def gone(exc: PermanentError) -> bool:
+    """The message is not there any more (deleted by someone, or by an earlier try)."""
+    return "not found" in exc.message or "MESSAGE_ID_INVALID" in exc.message
 
 
 class TelegramAdapter:
     channel = CHANNEL
     stale_policy = StalePolicy.ASSUME_SHOWN
 
-    def __init__(self, bots: Bots) -> None:
+    def __init__(self, bots: Bots, settings: TelegramSettings) -> None:
         self.bots = bots
+        self.settings = settings
 
     def destination(self, rec: Record, target: Target) -> str:
         assert isinstance(target, TelegramTarget)
         return target.chat_id
 
-    async def _bot(self, tenant: str) -> TenantBot:
+    async def bot(self, tenant: str) -> TenantBot:
         tb = await self.bots.get(tenant)
         if tb is None:
             raise PermanentError("no Telegram bot token is configured for this tenant")
         return tb
 
+    def link(self, rec: Record) -> str | None:
+        """The signed web page of the question's session (none without a secret key)."""
+        s = self.settings
+        if not s.secret_key:
+            return None
+        return session_link(s.web_base_url, s.secret_key, rec.tenant, rec.session,
+                            s.web_link_ttl_s)
+
+    async def post_prompt(self, tb: TenantBot, rec: Record, index: int, chat_id: str,
+                          picks: Picks | None = None) -> Message:
+        """Send the question's prompt to a chat (also to show it again)."""
+        body = compose.prompt(rec, now_ms(), link=self.link(rec),
+                              group=not render.private_chat(chat_id))
+        markup = render.keyboard(rec.questions, rec.locale, rec.id, index, picks)
+        try:
+            return await call(lambda: tb.bot.send_message(chat_id=chat_id, **body.kwargs(),
+                                                          reply_markup=markup))
+        except PermanentError as exc:
+            if not entities_refused(exc):
+                raise
+        return await call(lambda: tb.bot.send_message(chat_id=chat_id, text=body.text,
+                                                      reply_markup=markup))
+
     async def send_prompt(self, rec: Record, index: int, target: Target) -> SentPrompt:
-        tb = await self._bot(rec.tenant)
-        chat_id = self.destination(rec, target)
-        prompt = render.prompt(rec.questions, rec.locale, rec.id, index)
-        msg = await call(lambda: tb.bot.send_message(chat_id=chat_id, text=prompt.text,
-                                                     reply_markup=prompt.markup))
+        tb = await self.bot(rec.tenant)
+        msg = await self.post_prompt(tb, rec, index, self.destination(rec, target))
         ref = {"chat_id": str(msg.chat.id), "message_id": msg.message_id, "bot": tb.bot_id,
                "chat_type": msg.chat.type}
         return SentPrompt(ref=ref, message=str(msg.message_id), destination=str(msg.chat.id))
@@ -49,9 +93,27 @@ class TelegramAdapter:
                        ref: dict[str, Any]) -> None:
         if not ref.get("message_id"):
             return  # assumed shown, never tapped: its message id is not known
-        tb = await self._bot(rec.tenant)
-        text = render.summary(rec, private_chat=ref.get("chat_type") == "private")
-        chat_id, message_id = str(ref["chat_id"]), int(ref["message_id"])
+        await self._summarise(rec, str(ref["chat_id"]), int(ref["message_id"]),
+                              private=ref.get("chat_type") == "private")
+
+    async def finalise_message(self, rec: Record, target: Target,
+                               extra: ExtraMessage) -> None:
+        if extra.kind == COPY:
+            await self._summarise(rec, extra.destination, int(extra.message),
+                                  private=render.private_chat(extra.destination))
+            return
+        tb = await self.bot(rec.tenant)
+        try:
+            await call(lambda: tb.bot.delete_message(chat_id=extra.destination,
+                                                     message_id=int(extra.message)))
+        except PermanentError as exc:
+            if not gone(exc):
+                raise
+
+    async def _summarise(self, rec: Record, chat_id: str, message_id: int, *,
+                         private: bool) -> None:
+        tb = await self.bot(rec.tenant)
+        text = render.summary(rec, private_chat=private)
         try:
             await call(lambda: tb.bot.edit_message_text(
                 text=text, chat_id=chat_id, message_id=message_id, reply_markup=None))

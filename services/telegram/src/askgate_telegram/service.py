@@ -1,6 +1,6 @@
 """The Telegram worker process: the kit's ChannelService with the Telegram adapter, the
 inbound transport (webhook server or one polling loop per bot), and bots kept in step
-with the tenants' configs."""
+with the tenants' configs (each bot's command menu set once)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from redis.exceptions import RedisError
 
 from askgate_telegram.adapter import TelegramAdapter
 from askgate_telegram.client import Bots, call
+from askgate_telegram.commands import set_menu
 from askgate_telegram.config import TelegramSettings
 from askgate_telegram.inbound import Inbound
 from askgate_telegram.updates import ALLOWED_UPDATES, PollHealth, poll, webhook_app
@@ -28,8 +29,9 @@ class TelegramService:
         self.channel = ChannelService(SERVICE, settings, redis)
         self.redis = self.channel.redis
         self.bots = Bots(self.redis, settings)
-        self.worker = self.channel.use(TelegramAdapter(self.bots))
-        self.inbound = Inbound(self.channel.store, self.bots, self.worker)
+        self.adapter = TelegramAdapter(self.bots, settings)
+        self.worker = self.channel.use(self.adapter)
+        self.inbound = Inbound(self.channel.store, self.bots, self.worker, self.adapter)
         self.polling = PollHealth()
         self.channel.watch(self.polling.problem)
         self.channel.spawn(self._refresh_forever)
@@ -37,6 +39,7 @@ class TelegramService:
         self._runner: web.AppRunner | None = None
         self._pollers: dict[str, tuple[str, asyncio.Task[None]]] = {}
         self._hooked: dict[str, str] = {}
+        self._menus: dict[str, str] = {}
 
     async def start(self) -> None:
         s = self.settings
@@ -77,6 +80,13 @@ class TelegramService:
         loop that ended on its own is started again."""
         s = self.settings
         current = {tb.tenant: tb for tb in self.bots.all()}
+        for tenant, tb in current.items():
+            if self._menus.get(tenant) != tb.bot.token:
+                try:
+                    await set_menu(tb)
+                    self._menus[tenant] = tb.bot.token
+                except PlatformError as exc:
+                    log.warning("telegram.menu_failed", tenant=tenant, error=exc.message)
         if s.telegram_mode == "polling":
             for tenant, (token, task) in list(self._pollers.items()):
                 if tenant not in current or current[tenant].bot.token != token or task.done():
