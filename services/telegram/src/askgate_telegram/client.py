@@ -73,6 +73,22 @@ async def call(fn: Callable[[], Awaitable[T]]) -> T:
         raise TransientError(f"{type(exc).__name__}: {exc}", maybe_sent=True) from exc
 
 
+class Session(AiohttpSession):
+    """aiogram's session; closing it waits 250 ms only when TLS connections may need it
+    (aiohttp's graceful shutdown advice), not for a plain-HTTP Bot API base such as a
+    self-hosted server next to the worker (or the tests' fake)."""
+
+    def __init__(self, api_base: str, timeout: float) -> None:
+        super().__init__(api=TelegramAPIServer.from_base(api_base), timeout=timeout)
+        self.tls = api_base.startswith("https://")
+
+    async def close(self) -> None:
+        if self.tls:
+            await super().close()
+        elif self._session is not None and not self._session.closed:
+            await self._session.close()
+
+
 @dataclass(frozen=True)
 class TenantBot:
     tenant: str
@@ -89,10 +105,7 @@ class Bots:
     """The bots of every tenant with a Telegram bot token, refreshed from Redis."""
 
     def __init__(self, redis: Redis, settings: TelegramSettings) -> None:
-        self.session = AiohttpSession(
-            api=TelegramAPIServer.from_base(settings.telegram_api_base),
-            timeout=settings.telegram_request_timeout_s,
-        )
+        self.session = Session(settings.telegram_api_base, settings.telegram_request_timeout_s)
         self.configs: TenantConfigs[TenantBot] = TenantConfigs(redis, CHANNEL, self._build)
         self._by_bot: dict[int, TenantBot] = {}
 

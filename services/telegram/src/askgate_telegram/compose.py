@@ -88,7 +88,7 @@ def prompt(rec: Record, now_ms: int, *, link: str | None, group: bool) -> Body:
     if link:
         footer += [" · ", TextLink(t(locale, "open_web"), url=link)]
     kind = kind_of(questions)
-    hint = {"several": "pick_then_submit", "multi": "select_then_done"}.get(kind)
+    hint = {"several": "choose_then_submit", "multi": "select_then_done"}.get(kind)
     if hint:
         footer += ["\n", t(locale, hint)]
     if group:

@@ -109,7 +109,7 @@ class Taps:
         if rec.questions[qi].multiSelect:
             await self.ctx.selections.toggle(rec.id, tap.t, oi, part=qi)
         else:
-            await self.ctx.selections.choose(rec.id, tap.t, oi, part=qi)
+            await self.ctx.selections.put(rec.id, tap.t, [oi], part=qi)
         await self._ack(query)
         await self._redraw(query, tb, rec, tap.t, chat_id)
 
