@@ -14,6 +14,7 @@ from askgate import keys
 from askgate.channels import (
     ChannelService,
     ChannelSettings,
+    ChannelWorker,
     ExtraMessage,
     PermanentError,
     SentPrompt,
@@ -84,6 +85,33 @@ class TidyingAdapter(RecordingAdapter):
                                extra: ExtraMessage) -> None:
         await self.platform.call(extra.destination)
         self.platform.tidied.append((rec.id, extra.kind, extra.message))
+
+
+class LookingAdapter(RecordingAdapter):
+    """A platform that keeps a prompt even when its answer to the sender is lost, and
+    can be asked for it (StalePolicy.LOOK_UP)."""
+
+    def __init__(self, platform: Platform, policy: StalePolicy = StalePolicy.LOOK_UP) -> None:
+        super().__init__(platform, StalePolicy.LOOK_UP)
+        self.lookups = 0
+
+    async def send_prompt(self, rec: Record, index: int, target: Target) -> SentPrompt:
+        dest = self.destination(rec, target)
+        self.platform.prompts.append((rec.id, dest))
+        await self.platform.call(dest)
+        return SentPrompt(ref={"ts": str(len(self.platform.prompts))})
+
+    async def find_prompt(self, rec: Record, index: int, target: Target) -> SentPrompt | None:
+        self.lookups += 1
+        for n, (qid, dest) in enumerate(self.platform.prompts, 1):
+            if (qid, dest) == (rec.id, self.destination(rec, target)):
+                return SentPrompt(ref={"ts": str(n), "found": True})
+        return None
+
+
+def looking(service: ChannelService) -> LookingAdapter:
+    assert service.worker is not None and isinstance(service.worker.adapter, LookingAdapter)
+    return service.worker.adapter
 
 
 def settings(url: str, **overrides: Any) -> ChannelSettings:
@@ -240,6 +268,70 @@ async def test_maybe_sent_is_assumed_shown_where_a_resend_could_double(
     await eventually(lambda: delivered(settings_store, rec.id), "delivered")
     delivery = (await settings_store.load(rec.id)).delivery(0)  # type: ignore[union-attr]
     assert delivery.ref == {"unconfirmed": True} and platform.prompts == []
+
+
+async def test_look_up_finds_the_prompt_a_dead_worker_posted(
+    services: Any, settings_store: Store, tenant: Tenant
+) -> None:
+    """LOOK_UP: a claim left by a worker that died after the platform took the prompt is
+    confirmed with the prompt found there; nothing is posted again."""
+    rec = await ask(settings_store, tenant, "C1")
+    loaded = await settings_store.load(rec.id)
+    assert loaded is not None
+    await settings_store.ledger.claim(loaded, 0, owner="dead-worker", lease_ms=300,
+                                      on_stale=StalePolicy.LOOK_UP)
+    platform = Platform(prompts=[(rec.id, "C1")])
+    adapter = looking(await services(platform, adapter=LookingAdapter))
+    await eventually(lambda: delivered(settings_store, rec.id), "delivered")
+    delivery = (await settings_store.load(rec.id)).delivery(0)  # type: ignore[union-attr]
+    assert delivery.ref == {"ts": "1", "found": True}
+    assert platform.prompts == [(rec.id, "C1")] and adapter.lookups == 1
+
+
+async def test_look_up_sends_when_the_dead_worker_posted_nothing(
+    services: Any, settings_store: Store, tenant: Tenant
+) -> None:
+    """LOOK_UP: a stale claim whose prompt the platform never got is sent, once."""
+    rec = await ask(settings_store, tenant, "C1")
+    loaded = await settings_store.load(rec.id)
+    assert loaded is not None
+    await settings_store.ledger.claim(loaded, 0, owner="dead-worker", lease_ms=300,
+                                      on_stale=StalePolicy.LOOK_UP)
+    platform = Platform()
+    adapter = looking(await services(platform, adapter=LookingAdapter))
+    await eventually(lambda: delivered(settings_store, rec.id), "delivered")
+    assert platform.prompts == [(rec.id, "C1")] and adapter.lookups == 1
+
+
+async def test_look_up_after_a_lost_answer_keeps_one_prompt(
+    services: Any, settings_store: Store, tenant: Tenant
+) -> None:
+    """LOOK_UP: a timeout after the platform took the prompt is retried as a look-up that
+    finds it: one prompt, confirmed with its ref."""
+    platform = Platform(scripts={"C1": [TransientError("read timeout", maybe_sent=True)]})
+    await services(platform, adapter=LookingAdapter)
+    rec = await ask(settings_store, tenant, "C1")
+    await eventually(lambda: delivered(settings_store, rec.id), "delivered")
+    delivery = (await settings_store.load(rec.id)).delivery(0)  # type: ignore[union-attr]
+    assert platform.prompts == [(rec.id, "C1")] and delivery.ref["found"] is True
+
+
+async def test_first_try_never_looks_up(
+    services: Any, settings_store: Store, tenant: Tenant
+) -> None:
+    """LOOK_UP costs nothing on the common path: a first try just sends."""
+    platform = Platform()
+    adapter = looking(await services(platform, adapter=LookingAdapter))
+    rec = await ask(settings_store, tenant, "C1")
+    await eventually(lambda: delivered(settings_store, rec.id), "delivered")
+    assert adapter.lookups == 0
+
+
+def test_look_up_without_find_prompt_is_refused(settings_store: Store) -> None:
+    """An adapter declaring LOOK_UP without find_prompt fails at wiring, not mid-send."""
+    with pytest.raises(TypeError, match="find_prompt"):
+        ChannelWorker(RecordingAdapter(Platform(), StalePolicy.LOOK_UP), settings_store,
+                      owner="w")
 
 
 async def test_channel_is_live_while_a_worker_runs(

@@ -4,8 +4,9 @@ A worker claims a target with a lease before it calls the platform (pending → 
 then confirms it with the platform's message ref (→ delivered), hands it back for a
 later try (→ pending, the claim counted) or fails it (→ failed; when every target of a
 pending question failed, the question ends as no_answer/delivery_failed). A claim whose
-lease ran out belongs to a worker that died mid-call: the next claimer either takes it
-over and sends again, or counts the prompt as shown, by the adapter's `StalePolicy`.
+lease ran out belongs to a worker that died mid-call: the next claimer takes it over and
+sends again (first asking the platform whether it has the prompt, where it can be asked),
+or counts the prompt as shown, by the adapter's `StalePolicy`.
 Every change is one compare-and-set script (`scripts.CLAIM`, `SETTLE`, `MARK_SUMMARY`);
 only the holder of a claim may settle it.
 """
@@ -32,6 +33,10 @@ class StalePolicy(StrEnum):
 
     RESEND = "resend"  # the platform dedupes, or a double prompt is harmless
     ASSUME_SHOWN = "assume"  # a resend could show the prompt twice: count it as shown
+    # The platform can be asked whether it has the prompt (a message carrying the
+    # question id): every try after the first looks first and sends only when there is
+    # none (`FindsPrompts.find_prompt`). Taken over like RESEND in the claim script.
+    LOOK_UP = "lookup"
 
 
 ClaimOutcome = Literal["claimed", "busy", "assumed", "done", "ended", "missing"]

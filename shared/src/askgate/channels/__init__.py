@@ -5,7 +5,13 @@ summary, which destination a target names) and handles its platform's input with
 inbound helpers; `ChannelService` runs it. See docs/writing-a-channel.md.
 """
 
-from askgate.channels.adapter import ChannelAdapter, ExtraMessage, MessageFinaliser, SentPrompt
+from askgate.channels.adapter import (
+    ChannelAdapter,
+    ExtraMessage,
+    FindsPrompts,
+    MessageFinaliser,
+    SentPrompt,
+)
 from askgate.channels.credentials import TenantConfigs, id_list
 from askgate.channels.inbound import (
     Answering,
@@ -30,6 +36,7 @@ __all__ = [
     "Dedupe",
     "DeliveryPolicy",
     "ExtraMessage",
+    "FindsPrompts",
     "MessageFinaliser",
     "Outcome",
     "PermanentError",

@@ -73,3 +73,14 @@ class MessageFinaliser(Protocol):
                                extra: ExtraMessage) -> None:
         """`rec` is final; idempotent (a message already gone is not an error)."""
         ...
+
+
+@runtime_checkable
+class FindsPrompts(Protocol):
+    """An adapter whose platform can say whether it already shows a prompt
+    (`StalePolicy.LOOK_UP`): a retry after a worker died mid-send or a call that may have
+    reached the platform finds the first prompt instead of posting a second."""
+
+    async def find_prompt(self, rec: Record, index: int, target: Target) -> SentPrompt | None:
+        """The prompt an earlier try of this target showed, or None when there is none."""
+        ...

@@ -24,7 +24,13 @@ from typing import Any
 
 import structlog
 
-from askgate.channels.adapter import ChannelAdapter, ExtraMessage, MessageFinaliser
+from askgate.channels.adapter import (
+    ChannelAdapter,
+    ExtraMessage,
+    FindsPrompts,
+    MessageFinaliser,
+    SentPrompt,
+)
 from askgate.channels.inbound import PromptIndex, Selections
 from askgate.consumer import Event, RetryLater
 from askgate.errors import PermanentError, ThrottledError, TransientError
@@ -87,6 +93,8 @@ class Later(Exception):
 class ChannelWorker:
     def __init__(self, adapter: ChannelAdapter, store: Store, *, owner: str,
                  policy: DeliveryPolicy | None = None, keep_s: int = 86_400) -> None:
+        if adapter.stale_policy == StalePolicy.LOOK_UP and not isinstance(adapter, FindsPrompts):
+            raise TypeError(f"{adapter.channel}: StalePolicy.LOOK_UP needs find_prompt()")
         self.adapter = adapter
         self.channel = adapter.channel
         self.store = store
@@ -156,7 +164,7 @@ class ChannelWorker:
                 return  # delivered, failed, or the question ended or is gone
             try:
                 async with self._slots:
-                    sent = await self.adapter.send_prompt(rec, index, target)
+                    sent = await self._show(rec, index, target, claim.attempt)
             except ThrottledError as exc:
                 self.gate.block(destination, exc.retry_after_s or 0.0)
                 await self.ledger.release(rec, index, owner=self.owner, error=exc.message,
@@ -206,6 +214,20 @@ class ChannelWorker:
                                         index, sent.message)
             bound.info("prompt.sent", attempt=claim.attempt)
             return
+
+    async def _show(self, rec: Record, index: int, target: Target, attempt: int
+                    ) -> SentPrompt:
+        """Send the prompt; where the platform can be asked, a try after the first (an
+        earlier one may have reached it before a crash or a lost answer) looks first."""
+        adapter = self.adapter
+        if attempt > 1 and isinstance(adapter, FindsPrompts) \
+                and adapter.stale_policy == StalePolicy.LOOK_UP:
+            found = await adapter.find_prompt(rec, index, target)
+            if found is not None:
+                log.info("prompt.found", question_id=rec.id, channel=self.channel,
+                         target=index, attempt=attempt)
+                return found
+        return await adapter.send_prompt(rec, index, target)
 
     # -- finalisation ----------------------------------------------------------------------
 
