@@ -73,6 +73,8 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "cmd_help": "This chat's id and how to answer",
         "cmd_pending": "Show the waiting question again",
         "cmd_skip": "Skip the waiting question",
+        "cancel": "Cancel",
+        "or_reply_in_thread": "Or reply in this message's thread.",
     },
     "tr": {
         "submitted": "Cevap gönderildi.",
@@ -142,6 +144,8 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "cmd_help": "Bu sohbetin kimliği ve nasıl cevaplanır",
         "cmd_pending": "Bekleyen soruyu yeniden göster",
         "cmd_skip": "Bekleyen soruyu atla",
+        "cancel": "Vazgeç",
+        "or_reply_in_thread": "Ya da bu mesajın yanıt dizisinde (thread) cevap yazın.",
     },
     "hi": {
         "submitted": "उत्तर भेज दिया गया।",
@@ -208,6 +212,8 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "cmd_help": "इस चैट की आईडी और उत्तर कैसे दें",
         "cmd_pending": "प्रतीक्षा में प्रश्न फिर से दिखाएँ",
         "cmd_skip": "प्रतीक्षा में प्रश्न छोड़ें",
+        "cancel": "रद्द करें",
+        "or_reply_in_thread": "या इस संदेश के थ्रेड में उत्तर लिखें।",
     },
 }
 

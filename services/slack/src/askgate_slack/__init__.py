@@ -1,0 +1,1 @@
+"""askgate Slack worker."""
