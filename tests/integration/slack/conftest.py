@@ -49,7 +49,7 @@ def slack_settings(redis_url: str, api: str, **overrides: Any) -> SlackSettings:
     values: dict[str, Any] = {
         "redis_url": redis_url, "secret_key": SECRET, "timeout_min_s": 1,
         "slack_mode": "http", "slack_port": 0, "slack_api_base": api,
-        "consumer_block_ms": 100, "consumer_claim_every_s": 0.2,
+        "consumer_block_ms": 50, "consumer_claim_every_s": 0.2,
         "delivery_backoff_s": 0.01, "channel_refresh_s": 0.5, **overrides,
     }
     return SlackSettings(**values)
@@ -87,7 +87,9 @@ class Harness:
         self.api = api
         self.redis = redis
         self.clock = clock
-        self.http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{service.port}")
+        # Socket Mode runs no HTTP server.
+        port = service.port if service.port is not None else 9
+        self.http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}")
 
     async def ask(self, *, channel_id: str = ROOM, session: str = "s1",
                   target: dict[str, Any] | None = None,

@@ -7,7 +7,8 @@ refuses what Slack refuses (no `text`, more than 50 blocks, more than 25 element
 actions block, a button text over 75 characters or a value over 2000, an action_id over
 255 or repeated in its block, more than 10 checkboxes, a section text over 3000; an
 unknown token, channel or trigger), and can be told to answer 429 with Retry-After,
-to answer an HTML 502, to drop the connection, or to hold chat.postMessage responses
+to answer an HTML 502, to drop the connection (before or after the call took effect),
+or to hold chat.postMessage responses
 (the message is recorded first, as Slack would). It also builds the payloads Slack
 sends (clicks, modal submissions, message events) and serves Socket Mode over a local
 WebSocket.
@@ -41,6 +42,7 @@ class SlackError(Exception):
 class Call:
     method: str
     params: dict[str, Any]
+    at: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -108,6 +110,7 @@ class FakeSlack:
         self.ratelimit: dict[str, list[int]] = {}  # channel → 429 Retry-After values
         self.html_502: dict[str, int] = {}  # method → how many HTML 502s first
         self.drop: dict[str, int] = {}  # method → how many dropped connections first
+        self.lose: dict[str, int] = {}  # method → how many take effect, then drop
         self.hold_post = asyncio.Event()
         self.hold_post.set()  # cleared: chat.postMessage records, then waits to respond
         self.triggers: set[str] = set()  # trigger ids handed out and not yet used
@@ -173,6 +176,11 @@ class FakeSlack:
             if handler is None:
                 raise SlackError("unknown_method", 404)
             result = await handler(params)
+            if self.lose.get(method):
+                self.lose[method] -= 1
+                assert request.transport is not None
+                request.transport.abort()
+                return web.Response()
         except SlackError as exc:
             headers = {}
             if exc.error == "ratelimited":
