@@ -1,7 +1,7 @@
 # One image recipe for every askgate service. Build from the repository root:
 #   docker build --build-arg SERVICE=api -t askgate-api:0.1.0 .
-# SERVICE is a folder of services/ (api, web, sweeper, webhooks, text, telegram, mcp); the
-# image holds that service's package and its dependencies only, and runs
+# SERVICE is a folder of services/ (api, web, sweeper, webhooks, text, telegram, discord,
+# slack, mcp); the image holds that service's package and its dependencies only, and runs
 # `askgate-$SERVICE` (arguments after the image name go to it, e.g. `--check`).
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
@@ -32,7 +32,8 @@ RUN groupadd --system --gid 10001 askgate \
 COPY --from=build /app/.venv /app/.venv
 ENV PATH=/app/.venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 \
     ASKGATE_SERVICE=${SERVICE} \
-    ASKGATE_API_HOST=0.0.0.0 ASKGATE_WEB_HOST=0.0.0.0 ASKGATE_TELEGRAM_WEBHOOK_HOST=0.0.0.0
+    ASKGATE_API_HOST=0.0.0.0 ASKGATE_WEB_HOST=0.0.0.0 ASKGATE_TELEGRAM_WEBHOOK_HOST=0.0.0.0 \
+    ASKGATE_SLACK_HOST=0.0.0.0
 WORKDIR /app
 USER 10001:10001
 ENTRYPOINT ["/app/.venv/bin/askgate-service"]

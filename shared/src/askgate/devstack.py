@@ -29,6 +29,7 @@ SERVICES: list[tuple[str, str, str | None]] = [
     ("text", "askgate_text", None),
     ("telegram", "askgate_telegram", None),
     ("discord", "askgate_discord", None),
+    ("slack", "askgate_slack", None),
 ]
 
 

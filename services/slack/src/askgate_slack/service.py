@@ -103,8 +103,9 @@ class SlackService:
 
     async def close(self) -> None:
         await self.sockets.close()
-        await self.channel.close()
-        await self.inbound.drain(DRAIN_S)
+        # Outcomes still being sent to people finish alongside the consumer's grace, so
+        # the whole stop stays within the kit's (deploy/k8s/services.yaml drain_s).
+        await asyncio.gather(self.channel.close(), self.inbound.drain(DRAIN_S))
         await self.workspaces.close()
 
 
