@@ -8,7 +8,6 @@ Slack signs them.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -26,6 +25,7 @@ from slack_sdk.signature import Clock, SignatureVerifier
 
 from tests.conftest import SECRET, Tenant, ask_body
 from tests.integration.slack.fake_slack import APP_TOKEN, TOKEN, FakeSlack, Msg
+from tests.support.waiting import eventually as support_eventually
 
 SIGNING_SECRET = "signing-secret-0123456789abcdef"
 ROOM = "C0ROOM"  # a shared channel
@@ -58,16 +58,7 @@ def slack_settings(redis_url: str, api: str, **overrides: Any) -> SlackSettings:
 async def eventually(check: Callable[[], Awaitable[Any] | Any], what: str,
                      wait_s: float = WAIT_S) -> Any:
     """Poll `check` until it returns something truthy; fail naming `what` after wait_s."""
-    deadline = asyncio.get_running_loop().time() + wait_s
-    while True:
-        value = check()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
+    return await support_eventually(check, what, wait_s)
 
 
 def signed(body: bytes, *, at: float | None = None, secret: str = SIGNING_SECRET
