@@ -119,3 +119,23 @@ async def test_reply_on_an_answered_question_says_so_in_the_thread(sl: Harness) 
                       headers=sl.tenant.headers)
     await sl.event(sl.fake.message(ROOM, ADA, "1", thread_ts=prompt.ts))
     assert await sl.said(ROOM, prompt.ts) == ["This question was already answered."]
+
+
+async def test_thread_reply_also_sent_to_the_channel_answers(sl: Harness) -> None:
+    """A thread reply with "Also send to the channel" (thread_broadcast) still answers."""
+    q = await sl.ask()
+    prompt = await sl.prompt()
+    event = sl.fake.message(ROOM, ADA, "2", thread_ts=prompt.ts)
+    event["event"]["subtype"] = "thread_broadcast"
+    await sl.event(event)
+    assert (await sl.wait_result(q["id"]))["status"] == "answered"
+
+
+async def test_edited_message_is_not_an_answer(sl: Harness) -> None:
+    """An edit (message_changed) in the prompt's thread answers nothing."""
+    q = await sl.ask()
+    prompt = await sl.prompt()
+    event = sl.fake.message(ROOM, ADA, "2", thread_ts=prompt.ts)
+    event["event"]["subtype"] = "message_changed"
+    await sl.event(event)
+    assert (await sl.question(q["id"]))["status"] == "pending"

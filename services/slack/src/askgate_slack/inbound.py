@@ -294,7 +294,8 @@ class Inbound:
         return None
 
     async def _message(self, ws: Workspace, ev: dict[str, Any]) -> None:
-        if ev.get("type") != "message" or ev.get("subtype") or ev.get("bot_id"):
+        if ev.get("type") != "message" or ev.get("bot_id") or \
+                ev.get("subtype") not in (None, "thread_broadcast"):
             return  # edits, joins, and every bot's messages (ours too) are not answers
         user, channel = str(ev.get("user") or ""), str(ev.get("channel") or "")
         text = unescape(str(ev.get("text") or "")).strip()

@@ -85,11 +85,13 @@ class SocketLinks:
     def _listener(self, ws: Workspace) -> Listener:
         async def on_request(client: AsyncBaseSocketModeClient, req: SocketModeRequest
                              ) -> None:
+            # The tenant's settings as they are now (an allow-list may have changed).
+            now = await self.inbound.workspaces.get(ws.tenant) or ws
             reply: dict[str, Any] | None = None
             if req.type == "events_api":
-                await self.inbound.event(ws, req.payload)
+                await self.inbound.event(now, req.payload)
             elif req.type == "interactive":
-                reply = await self.inbound.interaction(ws, req.payload)
+                reply = await self.inbound.interaction(now, req.payload)
             await client.send_socket_mode_response(
                 SocketModeResponse(envelope_id=req.envelope_id, payload=reply))
         return on_request
