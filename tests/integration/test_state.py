@@ -102,8 +102,8 @@ async def test_answer_vs_expiry_races(redis: Redis, redis_server: Any, settings:
     async with Notifications(connect(redis_server.url)) as notes:
         await asyncio.gather(*(answer(q) for q in ids), *(sweeper() for _ in range(3)))
         await notes.settle(len(ids))
+    # (Which side wins each race depends on the scheduler; what must hold is below.)
     assert answered | lost == set(ids) and not answered & lost
-    assert answered and len(answered) < len(ids), "the race should go both ways"
     assert set(notes.counts) == set(ids) and set(notes.counts.values()) == {1}
     for qid in ids:
         rec = await store.load(qid)
