@@ -33,8 +33,10 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/mypy shared/src services
 
+# The benchmark report (a few minutes): docs/benchmarks.md and bench/out/*.json.
+# `make bench BENCH_ARGS=--quick` is a smoke run of a few seconds per figure.
 bench: install
-	$(BIN)/python bench/bench.py
+	$(BIN)/python -m bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .run .pytest_cache .mypy_cache .ruff_cache

@@ -1,19 +1,21 @@
-"""The baseline for the benchmarks: a bare FastAPI app doing askgate's Redis work only.
+"""The baselines: askgate's Redis work for an ask and nothing else, in two frames.
 
 `POST /ask` reads the body as a plain dict (no auth, no validation; the tenant is
 BARE_TENANT) and runs the same tenant RESERVE and CREATE scripts with the same keys and
-arguments as the API's `Store.create`. Those are recorded once at start-up from
-`Store.create` itself (its scripts swapped for recorders), so the baseline follows any
-storage-layout change; per request only the session, question id, shard tag and times
-are substituted. It returns a small JSON. A template is recorded the first time a
-question list is seen (the load sends the same questions every time; only the session
-differs), so the stored doc is byte for byte the API's.
-`GET /naive-wait/{id}` is the naive long-poll: every request just sleeps
-(`await asyncio.sleep(timeout_s)`).
+arguments as the API's `Store.create` (`bench.sample.AskTemplate`: recorded from
+`Store.create` itself the first time a question list is seen; per request only the
+session, question id, shard tag and times differ), then answers a small JSON.
 
-Run: `python bench/bare_app.py` with REDIS_URL, BARE_PORT and BARE_TENANT in the
-environment. Same uvicorn options as `python -m askgate_api`: one worker, uvloop,
-httptools, no access log.
+- BARE_KIND=fastapi: one FastAPI route (routing, `Request`, a `Response`).
+- BARE_KIND=asgi: a plain ASGI callable, the frame askgate's own ask is served in
+  (`askgate_api.fastpath`): the leanest Python server code can be.
+
+`GET /naive-wait/{id}` (FastAPI only) is the naive long-poll: it just sleeps
+(`await asyncio.sleep(timeout_s)`). `GET /count` says how many of those are waiting.
+
+Run: `python -m bench.bare_app` with REDIS_URL, BARE_PORT, BARE_TENANT and BARE_KIND in
+the environment. Same uvicorn options as `python -m askgate_api`: one worker, uvloop,
+httptools, no access log, start-up objects frozen out of the GC.
 """
 
 from __future__ import annotations
@@ -21,164 +23,141 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
-import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 import orjson
 import uvicorn
-from askgate import keys
-from askgate.models import QuestionCreate
-from askgate.record import new_question_id
+from askgate.conn import connect
 from askgate.settings import Settings
 from askgate.store import Store
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
-from redis.asyncio import Redis
 
-try:  # the API's own client factory when this checkout has it
-    from askgate.conn import connect as _connect
-except ImportError:  # pragma: no cover - older checkouts
-    _connect = None
+from bench.sample import AskTemplate
 
-MAX_PENDING = 100_000_000
-ASKS_PER_S = 100_000_000
 TIMEOUT_S = 900
+BIG = 100_000_000
 
 
-def make_redis(url: str) -> Redis:
-    if _connect is not None:
-        return _connect(url, max_connections=256)
-    return Redis.from_url(url, max_connections=256)
+class Work:
+    """The Redis work of one ask, shared by both frames."""
+
+    def __init__(self, redis_url: str, tenant: str) -> None:
+        self.redis_url = redis_url
+        self.tenant = tenant
+        self.templates: dict[bytes, AskTemplate] = {}
+        self.store: Store | None = None
+        self.waiting = 0
+
+    async def start(self) -> None:
+        redis = connect(self.redis_url, max_connections=256, connect_timeout_s=1.0)
+        self.store = Store(redis, Settings(
+            redis_url=self.redis_url, tenant_max_pending=BIG, tenant_asks_per_s=BIG,
+            timeout_default_s=TIMEOUT_S))
+
+    async def stop(self) -> None:
+        if self.store is not None:
+            await self.store.redis.aclose()
+
+    async def ask(self, raw: bytes) -> bytes:
+        body: dict[str, Any] = orjson.loads(raw)
+        store = self.store
+        assert store is not None
+        key = orjson.dumps(body["questions"])
+        tmpl = self.templates.get(key)
+        if tmpl is None:
+            tmpl = self.templates[key] = await AskTemplate.record(
+                store, self.tenant, {"questions": body["questions"], "session": "x",
+                                     "timeoutSeconds": TIMEOUT_S})
+        qid, calls = tmpl.calls(body["session"])
+        scripts = {"reserve": store._reserve, "create": store._create}
+        for kind, ks, args in calls:
+            await scripts[kind](keys=ks, args=args)
+        return orjson.dumps({"id": qid, "status": "pending"})
 
 
-TEMPLATE_SESSION = "bare-template-session-7f3a9c"
-
-
-class Calls:
-    """Store.create's RESERVE and CREATE calls for one template ask, and the values in
-    them that differ per ask."""
-
-    def __init__(self) -> None:
-        self.reserve: tuple[list[Any], list[Any]] = ([], [])
-        self.create: tuple[list[Any], list[Any]] = ([], [])
-        self.qid = ""
-        self.tag = ""
-        self.now = 0
-        self.expires = 0
-
-
-async def record_create(store: Store, tenant: str, questions: list[Any]) -> Calls:
-    """Run Store.create once with its two scripts replaced by recorders."""
-    calls = Calls()
-    dry = Store(store.redis, store.settings)
-
-    async def reserve(keys: Any = None, args: Any = None, client: Any = None) -> Any:
-        calls.reserve = (list(keys), list(args))
-        calls.now, calls.expires = args[0], args[2]
-        return [b"ok"]
-
-    async def create(keys: Any = None, args: Any = None, client: Any = None) -> Any:
-        calls.create = (list(keys), list(args))
-        return [b"created"]
-
-    dry._reserve = reserve  # type: ignore[assignment]
-    dry._create = create  # type: ignore[assignment]
-    body = QuestionCreate.model_validate(
-        {"session": TEMPLATE_SESSION, "timeoutSeconds": TIMEOUT_S, "questions": questions})
-    rec, _ = await dry.create(tenant, body)
-    calls.qid = rec.id
-    calls.tag = keys.tag(keys.shard_of(rec.id))
-    return calls
-
-
-def _sub(value: Any, swap: dict[str, str], ints: dict[int, int]) -> Any:
-    if isinstance(value, str):
-        for old, new in swap.items():
-            if old in value:
-                value = value.replace(old, new)
-        return value
-    if isinstance(value, int) and value in ints:
-        return ints[value]
-    return value
-
-
-def create_app(redis_url: str, tenant: str) -> FastAPI:
-    state: dict[str, Any] = {"waiting": 0}
-    # One recorded template per distinct question list (validated once, when first seen).
-    templates: dict[bytes, Calls] = {}
-
+def fastapi_app(work: Work) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        redis = make_redis(redis_url)
-        store = Store(redis, Settings(
-            redis_url=redis_url, tenant_max_pending=MAX_PENDING, tenant_asks_per_s=ASKS_PER_S,
-            timeout_default_s=TIMEOUT_S))
-        state["store"] = store
+        await work.start()
         try:
             yield
         finally:
-            await redis.aclose()
+            await work.stop()
 
     app = FastAPI(lifespan=lifespan)
 
     @app.post("/ask")
     async def ask(request: Request) -> Response:
-        body: dict[str, Any] = orjson.loads(await request.body())
-        session = body["session"]
-        store: Store = state["store"]
-        qkey = orjson.dumps(body["questions"])
-        calls = templates.get(qkey)
-        if calls is None:
-            calls = templates[qkey] = await record_create(store, tenant, body["questions"])
-        qid = new_question_id(tenant, session, None, None)
-        swap = {
-            TEMPLATE_SESSION: session,
-            calls.qid: qid,
-            calls.tag: keys.tag(keys.shard_for(tenant, session)),
-        }
-        now = int(time.time() * 1000)
-        ints = {calls.now: now, calls.expires: now + TIMEOUT_S * 1000}
-        for script, k, a in ((store._reserve, *calls.reserve),
-                             (store._create, *calls.create)):
-            await script(keys=[_sub(x, swap, ints) for x in k],
-                         args=[_sub(x, swap, ints) for x in a])
-        return Response(orjson.dumps({"id": qid, "status": "pending"}), 201,
+        return Response(await work.ask(await request.body()), 201,
                         media_type="application/json")
 
     @app.get("/naive-wait/{question_id}")
     async def naive_wait(question_id: str, timeout_s: float = 30) -> Response:
-        state["waiting"] += 1
+        work.waiting += 1
         try:
             await asyncio.sleep(min(timeout_s, 60))
         finally:
-            state["waiting"] -= 1
+            work.waiting -= 1
         return Response(orjson.dumps({"id": question_id, "status": "pending"}),
                         media_type="application/json")
 
     @app.get("/count")
     async def count() -> Response:
-        return Response(orjson.dumps({"waiting": state["waiting"]}),
+        return Response(orjson.dumps({"waiting": work.waiting}),
                         media_type="application/json")
 
     return app
 
 
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+def asgi_app(work: Work) -> Callable[[dict[str, Any], Receive, Send], Awaitable[None]]:
+    async def respond(send: Send, status: int, body: bytes) -> None:
+        await send({"type": "http.response.start", "status": status, "headers": [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+    async def app(scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await work.start()
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await work.stop()
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["method"] == "POST" and scope["path"] == "/ask":
+            chunks = []
+            while True:
+                message = await receive()
+                chunks.append(message.get("body", b""))
+                if not message.get("more_body", False):
+                    break
+            return await respond(send, 201, await work.ask(b"".join(chunks)))
+        if scope["path"] == "/count":
+            return await respond(send, 200, b'{"waiting":0}')
+        await respond(send, 404, b"{}")
+
+    return app
+
+
 def main() -> None:
-    app = create_app(os.environ["REDIS_URL"], os.environ.get("BARE_TENANT", "tbare"))
+    work = Work(os.environ["REDIS_URL"], os.environ.get("BARE_TENANT", "tbare"))
+    kind = os.environ.get("BARE_KIND", "fastapi")
+    app: Any = fastapi_app(work) if kind == "fastapi" else asgi_app(work)
     gc.collect()
     gc.freeze()  # as askgate_api.__main__ does
-    uvicorn.run(
-        app,
-        host="127.0.0.1",
-        port=int(os.environ["BARE_PORT"]),
-        access_log=False,
-        log_level="warning",
-        loop="uvloop",
-        http="httptools",
-        timeout_graceful_shutdown=1,
-    )
+    uvicorn.run(app, host="127.0.0.1", port=int(os.environ["BARE_PORT"]), access_log=False,
+                log_level="warning", loop="uvloop", http="httptools",
+                timeout_graceful_shutdown=1)
 
 
 if __name__ == "__main__":

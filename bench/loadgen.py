@@ -4,10 +4,12 @@ Raw asyncio sockets on uvloop, keep-alive connections, pre-built request bytes: 
 far less CPU per request than an HTTP client library, so on a 2-core machine most of the
 CPU stays with the server under test.
 
-    loadgen.py rate --port P --path /v1/questions --body-file F [--header 'K: V']
-               [--concurrency 64] [--warmup 1] [--duration 5] [--tag x]
-        Each connection sends requests back to back. The body file holds the marker
-        @N@, replaced per request by a unique token (so every ask has its own session).
+    loadgen.py rate --port P [--port P2 …] --path /v1/questions --body-file F
+               [--header 'K: V'] [--concurrency 64] [--warmup 1] [--duration 5] [--tag x]
+        Each connection sends requests back to back; with several ports the connections
+        are spread over them evenly (a load balancer in front of several servers). The
+        body file holds the marker @N@, replaced per request by a unique token (so every
+        ask has its own session).
         Prints one JSON line: requests/s in the measured window, status counts, latency.
 
     loadgen.py hold --port P --path-template '/v1/questions/{id}/wait?timeout_s=60'
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import re
 import resource
 import sys
@@ -84,7 +87,8 @@ async def rate(args: argparse.Namespace) -> None:
     done_all = [0]  # every response, warm-up included (for CPU per request)
 
     async def worker(w: int) -> None:
-        reader, writer = await asyncio.open_connection("127.0.0.1", args.port)
+        port = args.port[w % len(args.port)]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
         n = 0
         try:
             while not stop:
@@ -182,7 +186,8 @@ async def hold(args: argparse.Namespace) -> None:
             for qid in batch
         ]
         results = await asyncio.gather(
-            *(loop.create_connection(lambda r=r: Hold(r, early), "127.0.0.1", args.port)
+            *(loop.create_connection(functools.partial(Hold, r, early), "127.0.0.1",
+                                     args.port)
               for r in reqs),
             return_exceptions=True,
         )
@@ -226,7 +231,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     sub = parser.add_subparsers(dest="mode", required=True)
     r = sub.add_parser("rate")
-    r.add_argument("--port", type=int, required=True)
+    r.add_argument("--port", type=int, action="append", required=True)
     r.add_argument("--method", default="POST")
     r.add_argument("--path", required=True)
     r.add_argument("--body-file", required=True)

@@ -1,0 +1,65 @@
+"""The seam between the channel figure and one chat channel's fake platform.
+
+Times are `time.monotonic()` (CLOCK_MONOTONIC): the same clock in every process on the
+machine, so the fake's "prompt received" and the agent's "ask accepted" compare.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from redis.asyncio import Redis
+
+
+@dataclass
+class Prompt:
+    """A prompt the fake platform received: `conv` names the conversation it was sent
+    to (the same string `ChannelSpec.conv(i)` gives for ask i), `t` when it arrived."""
+
+    conv: str
+    t: float
+    handle: Any  # the platform's own reference, handed back to Platform.answer
+
+
+class Hooks(Protocol):
+    def ready(self) -> None:
+        """The worker is connected (e.g. its first long poll arrived)."""
+
+    def prompt(self, prompt: Prompt) -> None:
+        """A question's prompt arrived."""
+
+    def summary(self, conv: str, t: float) -> None:
+        """A prompt was turned into its summary (the question ended)."""
+
+
+class Platform(Protocol):
+    """The fake platform, run in its own process (`bench/channels/platform.py`)."""
+
+    async def start(self) -> str:
+        """Serve; returns the base URL the worker is pointed at."""
+
+    async def stop(self) -> None: ...
+
+    def answer(self, prompt: Prompt) -> float:
+        """The human answers the prompt with its first option, through the platform (a
+        button tap, a reply); returns when (monotonic) the answer was sent."""
+
+
+class ChannelSpec(Protocol):
+    name: str  # the ask target's `channel`
+
+    def conv(self, i: int) -> str:
+        """Conversation of ask i: every ask gets its own (a chat, a thread)."""
+
+    def target(self, i: int) -> dict[str, Any]:
+        """The ask's target for conversation i."""
+
+    async def configure(self, redis: Redis, tenant_id: str) -> None:
+        """The tenant's channel credentials, before the worker starts."""
+
+    def worker(self, redis_url: str, base: str) -> tuple[list[str], dict[str, str]]:
+        """argv and environment of the channel's real worker process against `base`."""
+
+    def platform(self, hooks: Hooks) -> Platform:
+        """The fake (only built in the platform process)."""

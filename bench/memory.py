@@ -1,0 +1,347 @@
+"""Redis memory per pending ask and per retained final question, by key type, and what
+would bring a retained question to 1 KB (measured, storage unchanged)."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from askgate import keys
+from askgate.models import QuestionCreate, Responder
+from askgate.redis_server import RedisProcess, redis_server_binary
+from askgate.store import Store
+from askgate.tenants import create_tenant
+from redis.asyncio import Redis
+
+from bench.context import Context
+from bench.report import Figure
+from bench.sample import (
+    ANSWERS,
+    BIG,
+    QUESTIONS,
+    ask_body,
+    make_redis,
+    make_settings,
+    server_version,
+    used_memory,
+)
+
+TITLE = "Redis memory per pending ask and per retained final question"
+METHOD = """
+INFO `used_memory` before and after N asks through `Store.create` (RESERVE + CREATE),
+then again after each of them is final: every question's Telegram target recorded as
+delivered the way the Telegram worker records it (`Store.set_delivery` sending, then
+delivered with the message reference), then answered through `Store.answer()` with a
+Telegram responder. The difference / N includes every key, hash field, stream entry and
+keyspace entry the question leaves. The ask is the verbose 3-question ask (3 × 4 options
+with descriptions, about 1.8 KB of text) with one Telegram target (so `web` and `telegram`
+stream entries), run_id, agent_id and tool_call_id and its own session; the retained
+figure is repeated with its first question alone (1 question, 4 options). The breakdown
+is MEMORY USAGE (SAMPLES 0) of every key, grouped by key type (ids, sessions and runs
+replaced by placeholders) and divided by N; "keyspace" is what used_memory adds beyond
+the keys' own MEMORY USAGE (the key dictionary and expiry entries, allocator rounding).
+The headline retained figure leaves out stream entries: streams are trimmed by length
+(`ASKGATE_STREAM_MAXLEN` per shard and channel), not kept for `ASKGATE_RESULT_TTL_S`,
+so at a steady rate they are a fixed cost, not a per-question one. The Telegram
+worker's own keys (a prompt's message mapping, a tap's update marker) are not in this
+figure: the channel figure measures them after a real round trip. The options are
+measured on the same N retained questions, each applied on top of the previous one,
+as the fall in used_memory / N.
+"""
+
+RESPONDER = Responder(channel="telegram", user_id="4242", name="Ada Lovelace")
+# The names the benchmarks give: question ids, shard tags, tenant ids, sessions
+# (`<prefix>-session-<n>` here, `<prefix>-<n>` in the channel figure), runs, numbers.
+_PLACEHOLDERS = [
+    (re.compile(r"q[0-9a-f]{2}[a-z2-7]{16}"), "{id}"),
+    (re.compile(r"\{ag:\d\d\}"), "{ag:NN}"),
+    (re.compile(r"(?<=[:{])t[0-9a-f]{12}(?=[:}])"), "{tenant}"),
+    (re.compile(r"(?<=:)[a-z0-9]+-run-\d+"), "{run}"),
+    (re.compile(r"(?<=:)[a-z0-9]+-(session-)?\d+$"), "{session}"),
+    (re.compile(r"(?<=:)\d+(?=:|$)"), "{n}"),
+    (re.compile(r"(?<=:)[0-9a-f]{64}$"), "{hash}"),
+]
+
+
+def key_type(name: str, tenant: str = "") -> str:
+    if tenant:
+        name = name.replace(tenant, "{tenant}")
+    for pattern, sub in _PLACEHOLDERS:
+        name = pattern.sub(sub, name)
+    return name.removeprefix("askgate:").removeprefix("{ag:NN}:")
+
+
+async def breakdown(redis: Redis, tenant: str, n: int) -> dict[str, dict[str, Any]]:
+    """MEMORY USAGE per key type, summed, with a sample key's type/encoding and count."""
+    out: dict[str, dict[str, Any]] = {}
+    async for raw in redis.scan_iter(count=5000):
+        kind = key_type(raw.decode(), tenant)
+        size = int(await redis.memory_usage(raw, samples=0) or 0)
+        row = out.get(kind)
+        if row is None:
+            enc = (await redis.object("encoding", raw) or b"?").decode()
+            row = out[kind] = {"type": (await redis.type(raw)).decode(), "encoding": enc,
+                               "keys": 0, "bytes": 0}
+        row["keys"] += 1
+        row["bytes"] += size
+    for row in out.values():
+        row["per_question"] = row["bytes"] / n
+    return out
+
+
+def describe(parts: dict[str, dict[str, Any]], per: float, min_b: float = 1.0) -> str:
+    rows = sorted(parts.items(), key=lambda kv: -kv[1]["per_question"])
+    shown = [f"`{k}` {v['type']}/{v['encoding']} {v['per_question']:,.0f} B"
+             + (f" ({v['keys']:,} keys)" if v["keys"] > 1 and v["keys"] < 1000 else "")
+             for k, v in rows if v["per_question"] >= min_b]
+    own = sum(v["per_question"] for v in parts.values())
+    return ", ".join(shown) + f", keyspace {per - own:,.0f} B"
+
+
+def is_stream(kind: str, parts: dict[str, dict[str, Any]]) -> bool:
+    return bool(parts[kind]["type"] == "stream")
+
+
+class Questions:
+    """N asks of one shape through the real Store, then made final."""
+
+    def __init__(self, redis: Redis, url: str, questions: list[dict[str, Any]], n: int,
+                 prefix: str) -> None:
+        self.redis = redis
+        self.store = Store(redis, make_settings(url))
+        self.questions = questions
+        self.n = n
+        self.prefix = prefix
+        self.ids: list[str] = []
+        self.tenant = ""
+
+    async def _each(self, fn: Callable[[int], Awaitable[None]]) -> None:
+        sem = asyncio.Semaphore(32)
+
+        async def one(i: int) -> None:
+            async with sem:
+                await fn(i)
+
+        await asyncio.gather(*(one(i) for i in range(self.n)))
+
+    async def warm_up(self) -> None:
+        """The tenant, the scripts loaded and every pooled connection open (their buffers
+        are not the questions' memory)."""
+        tenant, _ = await create_tenant(self.redis, "mem", max_pending=BIG, asks_per_s=BIG)
+        self.tenant = tenant.id
+        await asyncio.gather(*(self.redis.ping() for _ in range(40)))
+        for script in (self.store._create, self.store._resolve, self.store._reserve,
+                       self.store._delivery):
+            await self.redis.script_load(script.script)
+
+    async def create(self) -> None:
+        base = QuestionCreate.model_validate(ask_body(
+            self.questions, "s", run_id="r", agent_id="claude-code", tool_call_id="t",
+            targets=[{"channel": "telegram", "chat_id": 123456789}]))
+        self.ids = [""] * self.n
+
+        async def one(i: int) -> None:
+            body = base.model_copy(update={
+                "session": f"{self.prefix}-session-{i:06d}", "run_id": f"{self.prefix}-run-{i}",
+                "tool_call_id": f"toolu_01{i:022d}"})
+            rec, created = await self.store.create(self.tenant, body)
+            assert created
+            self.ids[i] = rec.id
+
+        await self._each(one)
+
+    async def finish(self) -> None:
+        async def one(i: int) -> None:
+            qid = self.ids[i]
+            attempt = {"chat_id": "123456789", "bot": 7000000001, "proc": "0123456789ab",
+                       "started": 1767225600000}
+            ok, _ = await self.store.set_delivery(qid, 0, "sending", expect="pending",
+                                                  ref={"attempt": attempt})
+            assert ok == "ok"
+            ref = {"chat_id": "123456789", "message_id": 100000 + i, "bot": 7000000001,
+                   "chat_type": "private"}
+            await self.store.set_delivery(qid, 0, "delivered", expect="sending", ref=ref)
+            await self.store.answer(self.tenant, qid, {q["id"]: ANSWERS.get(q["id"], [
+                q["options"][0]["label"]]) for q in self.questions}, RESPONDER)
+
+        await self._each(one)
+
+
+async def measure(url: str, n: int, fig: Figure, questions: list[dict[str, Any]],
+                  label: str, pending_goal: bool, options: bool) -> dict[str, Any]:
+    redis = make_redis(url)
+    try:
+        await redis.flushall()
+        qs = Questions(redis, url, questions, n, "mem" if options else "mem1")
+        await qs.warm_up()
+        gc.collect()
+        before = await used_memory(redis)
+        await qs.create()
+        pending = (await used_memory(redis) - before) / n
+        pending_parts = await breakdown(redis, qs.tenant, n)
+        await qs.finish()
+        retained_all = (await used_memory(redis) - before) / n
+        parts = await breakdown(redis, qs.tenant, n)
+        streams = sum(v["per_question"] for k, v in parts.items() if is_stream(k, parts))
+        retained = retained_all - streams
+        if pending_goal:
+            fig.add(f"Memory per pending ask, {label}", f"{pending:,.0f} B",
+                    "≤ 2 KB (2,048 B)", pending <= 2048)
+        fig.add(f"Memory per retained final question, {label} (stream entries apart)",
+                f"{retained:,.0f} B (+ {streams:,.0f} B of stream entries)",
+                "≤ 1 KB (1,024 B)", retained <= 1024)
+        fig.note(f"{label}, pending, by key type per ask: "
+                 + describe(pending_parts, pending))
+        fig.note(f"{label}, retained, by key type per question: "
+                 + describe(parts, retained_all))
+        out: dict[str, Any] = {"pending": pending, "retained": retained,
+                               "retained_with_streams": retained_all,
+                               "pending_parts": pending_parts, "retained_parts": parts}
+        if options:
+            out["options"] = await measure_options(redis, qs, retained)
+        return out
+    finally:
+        await redis.aclose()
+
+
+async def rewrite(redis: Redis, ids: list[str], change: Callable[[dict[bytes, bytes], str],
+                  None]) -> None:
+    """Write each question hash anew with `change` applied to its fields, so it gets the
+    encoding a fresh write would (Redis never turns a hashtable back into a listpack)."""
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        async with redis.pipeline(transaction=False) as pipe:
+            for qid in chunk:
+                pipe.hgetall(keys.question(qid))
+                pipe.pttl(keys.question(qid))
+                pipe.get(keys.doc(qid))
+            rows = await pipe.execute()
+        async with redis.pipeline(transaction=False) as pipe:
+            for i, qid in enumerate(chunk):
+                fields, ttl, doc = rows[3 * i], rows[3 * i + 1], rows[3 * i + 2]
+                fields[b"\0doc"] = doc  # change() may keep it as a field
+                change(fields, qid)
+                folded = fields.pop(b"\0doc", None) is None
+                pipe.delete(keys.question(qid))
+                pipe.hset(keys.question(qid), mapping=fields)
+                pipe.pexpire(keys.question(qid), ttl)
+                if folded:
+                    pipe.delete(keys.doc(qid))
+            await pipe.execute()
+
+
+async def measure_options(redis: Redis, qs: Questions, retained: float) -> list[dict[str, Any]]:
+    """Each option applied to the N retained questions on top of the previous ones; the
+    fall in used_memory / N."""
+    ids = qs.ids
+
+    def drop(*names: str) -> Callable[[dict[bytes, bytes], str], None]:
+        def change(fields: dict[bytes, bytes], qid: str) -> None:
+            for name in names:
+                fields.pop(name.encode(), None)
+        return change
+
+    async def drop_deliveries() -> None:
+        for start in range(0, len(ids), 500):
+            await redis.delete(*[keys.deliveries(q) for q in ids[start:start + 500]])
+
+    async def drop_session_index() -> None:
+        # Each ask here has its own session, so this drops whole session hashes: the
+        # per-question share of a session hash shared by many questions is smaller.
+        for start in range(0, qs.n, 500):
+            async with redis.pipeline(transaction=False) as pipe:
+                for i in range(start, min(qs.n, start + 500)):
+                    sess = f"{qs.prefix}-session-{i:06d}"
+                    pipe.hdel(keys.session(keys.shard_for(qs.tenant, sess), qs.tenant, sess),
+                              ids[i])
+                await pipe.execute()
+
+    def fold(fields: dict[bytes, bytes], qid: str) -> None:
+        fields[b"docz"] = fields.pop(b"\0doc")
+
+    async def fold_doc() -> None:
+        await redis.config_set("hash-max-listpack-value", "1024")
+        await rewrite(redis, ids, fold)
+
+    steps: list[tuple[str, Callable[[], Awaitable[None]]]] = [
+        ("drop the delivery details (`dlv:{id}` hash) at the final transition; the "
+         "resource keeps each target's state from `ds:<i>`", drop_deliveries),
+        ("keep the question hash a listpack once final: `result` not in it (the public "
+         "result key holds the same bytes; the resource reads it from there), so no "
+         "value passes 64 bytes", lambda: rewrite(redis, ids, drop("result"))),
+        ("drop the session index entry at the final transition (here each ask has its "
+         "own session, so whole session hashes go)", drop_session_index),
+        ("drop the run, agent and tool-call ids and the channel list from the hash",
+         lambda: rewrite(redis, ids, drop("run", "agent", "tcid", "channels", "ntargets"))),
+        ("fold the doc into the question hash (one key fewer; `hash-max-listpack-value` "
+         "1024 keeps the hash a listpack)", fold_doc),
+    ]
+    out = []
+    level = retained
+    for label, step in steps:
+        before = await used_memory(redis)
+        await step()
+        saved = (before - await used_memory(redis)) / qs.n
+        level -= saved
+        out.append({"option": label, "saved": saved, "after": level})
+    await redis.config_set("hash-max-listpack-value", "64")
+    return out
+
+
+def options_block(three: dict[str, Any], one: dict[str, Any], doc_bytes: float) -> str:
+    lines = [
+        "### What would get a retained question to ≤ 1 KB",
+        "",
+        f"Measured on this run's retained questions ({three['retained']:,.0f} B each for the "
+        f"3-question ask, {one['retained']:,.0f} B for the 1-question ask, stream entries "
+        "apart), each option on top of the ones above it; nothing here is changed in "
+        "askgate's storage yet.",
+        "",
+        "| option | saves (3 q / 1 q) | retained after, 3-question ask | "
+        "retained after, 1-question ask |",
+        "|---|---|---|---|",
+    ]
+    lines += [f"| {a['option']} | {a['saved']:,.0f} / {b['saved']:,.0f} B | "
+              f"{a['after']:,.0f} B | {b['after']:,.0f} B |"
+              for a, b in zip(three["options"], one["options"], strict=True)]
+    lines += [
+        "",
+        f"What stays is what the resource and the result need: the public result key, the "
+        f"question hash (status, times, responder, delivery states) and the questions "
+        f"themselves, deflated ({doc_bytes:,.0f} B of MEMORY USAGE for this verbose ask). "
+        "The text is the floor: with this ask it alone is most of a kilobyte, so "
+        "≤ 1 KB holds for it only if the text is stored smaller still (a better-trained "
+        "deflate dictionary, or not keeping option descriptions once final, which would "
+        "change what GET /v1/questions/{id} shows); the 1-question row shows where an "
+        "ordinary ask lands.",
+    ]
+    return "\n".join(lines)
+
+
+def run(ctx: Context) -> None:
+    n = ctx.size(10_000, 2000)
+    fig = ctx.report.figure("memory", TITLE, METHOD)
+    ctx.flush()
+    three = ctx.run(measure(ctx.redis_url, n, fig, QUESTIONS, "3-question ask", True, True))
+    one = ctx.run(measure(ctx.redis_url, n, fig, QUESTIONS[:1], "1-question ask", False,
+                          True))
+    doc = next((v["per_question"] for k, v in three["retained_parts"].items()
+                if k.startswith("doc:")), 0.0)
+    fig.block(options_block(three, one, doc))
+    fig.data.update(n=n, three=three, one=one)
+    embedded = redis_server_binary()
+    if server_version(embedded) != server_version(ctx.redis_binary):
+        server = RedisProcess(binary=embedded).start()
+        try:
+            other = ctx.run(measure(server.url, min(n, 2000), Figure("x", "", ""),
+                                    QUESTIONS, "3-question ask, embedded redis-server", True,
+                                    False))
+        finally:
+            server.stop()
+        fig.add(f"Memory per pending 3-question ask on redis-server "
+                f"{server_version(embedded)} (what `make run` embeds)",
+                f"{other['pending']:,.0f} B")
+        fig.data["embedded"] = other
