@@ -19,6 +19,7 @@ import platform
 import shutil
 import tempfile
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 
@@ -95,6 +96,7 @@ def main() -> None:
     except ImportError:  # pragma: no cover
         runner = asyncio.Runner()
     procs = Procs(workdir)
+    failed: list[str] = []
     server.start()
     assert server.proc is not None
     ctx = Context(args.quick, server.url, server.proc.pid, binary, procs, workdir, report,
@@ -105,8 +107,16 @@ def main() -> None:
                 if only and name not in only:
                     continue
                 t0 = time.perf_counter()
+                count = len(report.figures)
                 try:
                     body(ctx)
+                except Exception as exc:  # one broken figure must not lose the others
+                    traceback.print_exc()
+                    failed.append(name)
+                    if len(report.figures) == count:
+                        report.figure(name, name, "")
+                    report.figures[-1].add(f"{name}: the figure failed", repr(exc)[:300],
+                                           "runs", False)
                 finally:
                     procs.stop_all()
                 report.figures[-1].seconds = time.perf_counter() - t0
@@ -121,10 +131,12 @@ def main() -> None:
     path = report.write(doc=whole)
     print(f"({report.meta['elapsed_s']:.0f} s; raw numbers in {path}"
           + ("; report in docs/benchmarks.md)" if whole else "; docs/benchmarks.md kept)"))
-    if args.keep:
+    if args.keep or failed:
         print(f"(the processes' logs are in {workdir})")
     else:
         shutil.rmtree(workdir, ignore_errors=True)
+    if failed:
+        raise SystemExit(f"failed: {', '.join(failed)}")
 
 
 if __name__ == "__main__":

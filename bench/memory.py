@@ -92,13 +92,15 @@ async def breakdown(redis: Redis, tenant: str, n: int) -> dict[str, dict[str, An
     return out
 
 
-def describe(parts: dict[str, dict[str, Any]], per: float, min_b: float = 1.0) -> str:
+def describe(parts: dict[str, dict[str, Any]], per: float | None, min_b: float = 1.0) -> str:
+    """The key types by size per question; with `per` (used_memory / N) also the
+    keyspace remainder."""
     rows = sorted(parts.items(), key=lambda kv: -kv[1]["per_question"])
     shown = [f"`{k}` {v['type']}/{v['encoding']} {v['per_question']:,.0f} B"
              + (f" ({v['keys']:,} keys)" if v["keys"] > 1 and v["keys"] < 1000 else "")
              for k, v in rows if v["per_question"] >= min_b]
     own = sum(v["per_question"] for v in parts.values())
-    return ", ".join(shown) + f", keyspace {per - own:,.0f} B"
+    return ", ".join(shown) + ("" if per is None else f", keyspace {per - own:,.0f} B")
 
 
 def is_stream(kind: str, parts: dict[str, dict[str, Any]]) -> bool:
@@ -336,7 +338,7 @@ def run(ctx: Context) -> None:
     if server_version(embedded) != server_version(ctx.redis_binary):
         server = RedisProcess(binary=embedded).start()
         try:
-            other = ctx.run(measure(server.url, min(n, 2000), Figure("x", "", ""),
+            other = ctx.run(measure(server.url, min(n, 2000), Figure("x", "", "", quiet=True),
                                     QUESTIONS, "3-question ask, embedded redis-server", True,
                                     False))
         finally:

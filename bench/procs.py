@@ -5,6 +5,7 @@ one the benchmark starts is stopped on the way out."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import resource
 import signal
@@ -62,10 +63,11 @@ class Procs:
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
         self.all: list[Proc] = []
+        self.started = itertools.count()  # log names stay unique across stop_all()
 
     def start(self, name: str, argv: list[str], env: dict[str, str] | None = None,
               stdin: int | None = subprocess.DEVNULL, stdout: int | None = None) -> Proc:
-        log = self.workdir / f"{name}-{len(self.all)}.log"
+        log = self.workdir / f"{next(self.started):02d}-{name}.log"
         with open(log, "wb") as fh:
             proc = subprocess.Popen(
                 argv, env={**os.environ, **(env or {})}, cwd=ROOT, stdin=stdin,

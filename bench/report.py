@@ -41,16 +41,19 @@ class Figure:
     blocks: list[str] = field(default_factory=list)  # extra markdown sections
     data: dict[str, Any] = field(default_factory=dict)  # raw numbers, JSON only
     seconds: float = 0.0
+    quiet: bool = False  # a scratch figure whose rows another one reports
 
     def add(self, figure: str, value: str, goal: str = "", ok: bool | None = None) -> None:
         row = Row(figure, value, goal, ok)
         self.rows.append(row)
-        print(f"  {figure}: {value}" + (f"   goal {goal} {row.mark}" if goal else ""),
-              flush=True)
+        if not self.quiet:
+            print(f"  {figure}: {value}" + (f"   goal {goal} {row.mark}" if goal else ""),
+                  flush=True)
 
     def note(self, text: str) -> None:
         self.notes.append(text)
-        print(f"  - {text}", flush=True)
+        if not self.quiet:
+            print(f"  - {text}", flush=True)
 
     def block(self, markdown: str) -> None:
         self.blocks.append(markdown)

@@ -51,18 +51,25 @@ async def fixture(url: str, n: int, prefix: str) -> None:
             QUESTIONS, "x", run_id="r", timeoutSeconds=1,
             targets=[{"channel": "telegram", "chat_id": "123456789"}]))
         await bulk_create(store, tmpl, n, prefix)
+        # A rewrite of the AOF running during the sweep would be this fixture's cost:
+        # rewrite it now (Redis may have started one by itself) and wait for the end.
+        await aof_settled(redis)
         await redis.bgrewriteaof()
-        while True:  # a rewrite running during the sweep would be this fixture's cost
-            await asyncio.sleep(0.2)
-            info = await redis.info("persistence")
-            if not info["aof_rewrite_in_progress"] and not info["aof_rewrite_scheduled"]:
-                break
+        await aof_settled(redis)
         await asyncio.sleep(1.1)  # every deadline has passed
         due = sum([await redis.zcard(keys.due(s)) for s in range(keys.SHARDS)])
         assert due == n, due
         await redis.config_resetstat()
     finally:
         await redis.aclose()
+
+
+async def aof_settled(redis: Redis) -> None:
+    while True:
+        info = await redis.info("persistence")
+        if not info["aof_rewrite_in_progress"] and not info["aof_rewrite_scheduled"]:
+            return
+        await asyncio.sleep(0.2)
 
 
 async def watch(url: str, sweeper: Proc, n_subscribers: int) -> dict[str, float]:

@@ -7,6 +7,7 @@ connected. Reads commands on stdin, one JSON object per line:
 
     {"cmd": "answer", "on": true}   answer each prompt --think-ms after it arrived (or not)
     {"cmd": "count"}                → {"prompts": n, "answered": n, "summaries": n}
+    {"cmd": "count", "convs": [c…]} → {"prompts": how many of those conversations have one}
     {"cmd": "dump", "path": P}      writes every record to P as JSON → {"dumped": P}
 
 End of stdin stops it.
@@ -70,6 +71,8 @@ async def main(channel: str, think_s: float) -> None:
             if cmd["cmd"] == "answer":
                 rec.answering = bool(cmd["on"])
                 emit({"answering": rec.answering})
+            elif cmd["cmd"] == "count" and "convs" in cmd:
+                emit({"prompts": sum(1 for c in cmd["convs"] if c in rec.prompts)})
             elif cmd["cmd"] == "count":
                 emit({"prompts": sum(len(v) for v in rec.prompts.values()),
                       "answered": len(rec.answered), "summaries": len(rec.summaries)})

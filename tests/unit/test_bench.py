@@ -1,0 +1,53 @@
+"""The benchmark package: it imports, and its pure parts say what they claim (no timings)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from askgate import keys
+from askgate.record import new_question_id
+from askgate.store import Store
+from redis.asyncio import Redis
+
+from bench.__main__ import FIGURES
+from bench.channels import CHANNELS, load
+from bench.memory import key_type
+from bench.report import pct
+from bench.sample import QUESTIONS, AskTemplate, ask_body, make_settings
+
+URL = "redis://127.0.0.1:1/0"  # never connected to: the template only records
+
+
+def test_every_figure_has_a_module() -> None:
+    """`python -m bench` knows every figure, and each channel has a fake platform spec."""
+    assert set(FIGURES) == {"memory", "wake", "asks", "scaling", "waiters", "sweep", "channel"}
+    assert [load(name).name for name in CHANNELS] == list(CHANNELS)
+
+
+def test_template_replays_store_create_for_another_session() -> None:
+    """The recorded calls, replayed for another session, name that session's id and shard."""
+    store = Store(Redis.from_url(URL), make_settings(URL))
+    body = ask_body(QUESTIONS, "x", run_id="r", tool_call_id="t")
+    tmpl = asyncio.run(AskTemplate.record(store, "tenant1", body))
+    qid, calls = tmpl.calls("other-session", run="run-9", tcid="call-9", now_ms=1_000_000)
+    assert qid == new_question_id("tenant1", "other-session", "run-9", "call-9")
+    reserve, create = calls
+    assert reserve[0] == "reserve" and reserve[2][:3] == [1_000_000, qid, 1_000_000 + 900_000]
+    tag = keys.tag(keys.shard_for("tenant1", "other-session"))
+    assert create[1][0] == keys.question(qid)
+    assert all(k.startswith(tag) for k in create[1])
+    assert not [a for a in create[2] if isinstance(a, str) and "tmpl-" in a]
+
+
+def test_key_type_names_the_kind_of_key() -> None:
+    """Key names group by kind: ids, shards, tenants, sessions and numbers become placeholders."""
+    assert key_type("askgate:{ag:07}:q:q07abcdefghijklmnop") == "q:{id}"
+    assert key_type("askgate:{ag:01}:session:t0123456789ab:mem-session-000123") \
+        == "session:{tenant}:{session}"
+    assert key_type("askgate:tg:msg:t0123456789ab:10001234:55") == "tg:msg:{tenant}:{n}:{n}"
+
+
+def test_pct_is_nearest_rank() -> None:
+    """p50 of 1..4 is 2 and p99 of 1..100 is 99 (nearest rank, no interpolation)."""
+    assert pct([4.0, 1.0, 3.0, 2.0], 0.5) == 2.0
+    assert pct([float(x) for x in range(1, 101)], 0.99) == 99.0
