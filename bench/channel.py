@@ -51,14 +51,14 @@ counts as lost (it shows in "what arrived", not in the percentiles).
 shows the prompt (Telegram: sendMessage with the keyboard, before its form is parsed).
 **tap → answer**: from the fake handing the tap to the platform to the agent reading the
 /wait response, which must be `answered` with the first option. Times are
-CLOCK_MONOTONIC, shared by all processes. **prompts/s** (answering off): the worker is stopped (SIGSTOP), asks are made through the API, the worker is
-resumed (SIGCONT) and its prompts timed from the resumption to the last one received: queues of {chunk} (fewer than the 100
-events the consumer takes at once) before the goal phase, and one queue of {burst:,}
-after it. CPU is each process's
-user + system seconds over a phase. Memory: INFO used_memory before the light phase and
-after every question of it has ended and its prompt been turned into its summary, /
-asks; the breakdown is MEMORY USAGE per key type of everything in Redis then, as in the
-memory figure.
+CLOCK_MONOTONIC, shared by all processes. **prompts/s** (answering off): the worker is
+stopped (SIGSTOP), asks are made through the API, the worker is resumed (SIGCONT) and
+its prompts timed from the resumption to the last one received: queues of {chunk} (fewer
+than the 100 events the consumer takes at once) before the goal phase, and one queue of
+{burst:,} after it. CPU is each process's user + system seconds over a phase. Memory:
+INFO used_memory before the light phase and after every question of it has ended and
+its prompt been turned into its summary, / asks; the breakdown is MEMORY USAGE per key
+type of everything in Redis then, / questions in Redis, as in the memory figure.
 """
 
 
