@@ -80,7 +80,7 @@ class PlatformProc:
             line = out.readline()
             if not line:
                 raise RuntimeError(f"the fake platform stopped:\n{self.proc.tail()}")
-            msg = json.loads(line)
+            msg: dict[str, Any] = json.loads(line)
             if key in msg:
                 return msg
         raise RuntimeError(f"no {key!r} from the fake platform in {timeout_s} s")
