@@ -106,7 +106,7 @@ def main() -> None:
             for name, body in FIGURES.items():
                 if only and name not in only:
                     continue
-                t0 = time.perf_counter()
+                t0, load0 = time.perf_counter(), loadavg()
                 count = len(report.figures)
                 try:
                     body(ctx)
@@ -119,7 +119,9 @@ def main() -> None:
                                            "runs", False)
                 finally:
                     procs.stop_all()
-                report.figures[-1].seconds = time.perf_counter() - t0
+                for fig in report.figures[count:]:
+                    fig.seconds = time.perf_counter() - t0
+                    fig.load = f"{load0} → {loadavg()}"
     finally:
         procs.stop_all()
         server.stop()

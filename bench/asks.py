@@ -79,7 +79,7 @@ async def load_tenant_key(url: str, name: str) -> str:
 
 def run(ctx: Context) -> None:
     rounds = ctx.size(3, 1)
-    duration, warmup = ctx.size(4.0, 1.5), ctx.size(1.0, 0.5)
+    duration, warmup = ctx.size(3.0, 1.5), ctx.size(1.0, 0.5)
     fig = ctx.report.figure("asks", TITLE, METHOD.format(
         concurrency=CONCURRENCY, warmup=warmup, duration=duration, rounds=rounds))
     ctx.flush()

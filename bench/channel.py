@@ -31,7 +31,10 @@ from bench.procs import PY, Proc, askgate_env, cpu_s, start_api
 from bench.report import Figure, pct
 from bench.sample import BIG, QUESTIONS, make_redis, used_memory
 
-CHUNK = 80  # prompts queued at once when timing a worker's rate (see measure_burst)
+CHUNK = 80  # prompts queued at once when timing a worker's rate (see measure_rate)
+# How long one big queue may take to drain: past one reclaim cycle of the worker's
+# consumer (30 s), so an entry that failed once is seen retried.
+BIG_WAIT_S = 35.0
 TITLE = "Channels end to end: ask → prompt, tap → the agent has its answer"
 METHOD = """
 per channel: redis-server, `python -m askgate_api`, the channel's real worker process
@@ -266,7 +269,7 @@ def measure_steady(ctx: Context, fig: Figure, pool: Pool, spec: ChannelSpec,
     cpu = {k: (cpu_s(p) - cpu0[k]) / wall for k, p in pids.items()}
     cpu["agent (this process)"] = (self_cpu_s() - self0) / wall
     accepted = [a for a in asks if a.qid]
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + (15 if memory else 5)
     while (platform.send({"cmd": "count"}, "summaries")["summaries"]
            < summaries0 + len(accepted)) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -386,14 +389,15 @@ def measure_burst(ctx: Context, fig: Figure, pool: Pool, spec: ChannelSpec,
     """One queue of `big` prompts at once."""
     platform.send({"cmd": "answer", "on": False}, "answering")
     errors0 = len(error_lines(worker))
-    one = queue_and_drain(ctx, pool, spec, platform, worker, big, 3_000_000, 75)
+    one = queue_and_drain(ctx, pool, spec, platform, worker, big, 3_000_000, BIG_WAIT_S)
     errors = error_lines(worker)[errors0:]
     times = one["times"]
     # The best one-second window: what the worker does while nothing goes wrong.
     peak = max((sum(1 for u in times[k:] if u < t + 1.0) for k, t in enumerate(times)),
                default=0)
     fig.add(f"{spec.name}: one queue of {big:,} prompts at once",
-            f"{one['sent']:,} sent in {one['drain_s']:.1f} s, {peak:,} in the best second",
+            f"{one['sent']:,} sent in {one['drain_s']:.1f} s (waited up to {BIG_WAIT_S:g} s), "
+            f"{peak:,} in the best second",
             f"all within {big / 100:g} s", one["sent"] == big and one["drain_s"] <= big / 100)
     if errors:
         kinds = Counter(f"{e.get('event')}: {e.get('error')}" for e in errors)

@@ -41,6 +41,7 @@ class Figure:
     blocks: list[str] = field(default_factory=list)  # extra markdown sections
     data: dict[str, Any] = field(default_factory=dict)  # raw numbers, JSON only
     seconds: float = 0.0
+    load: str = ""  # the 1-minute load average when it started → when it ended
     quiet: bool = False  # a scratch figure whose rows another one reports
 
     def add(self, figure: str, value: str, goal: str = "", ok: bool | None = None) -> None:
@@ -106,6 +107,9 @@ class Report:
             if fig.notes:
                 md += ["Notes from this run:", "", *[f"- {n}" for n in fig.notes], ""]
             md += ["How measured: " + fig.method.strip(), ""]
+            if fig.load:
+                md += [f"This figure took {fig.seconds:.0f} s; the machine's 1-minute load "
+                       f"average went {fig.load} meanwhile (2 cores).", ""]
             for block in fig.blocks:
                 md += [block.strip(), ""]
         return "\n".join(md)

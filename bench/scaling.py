@@ -32,7 +32,7 @@ cores they show what the second process competes with.
 
 def run(ctx: Context) -> None:
     rounds = ctx.size(2, 1)
-    duration, warmup = ctx.size(4.0, 1.5), ctx.size(1.0, 0.5)
+    duration, warmup = ctx.size(3.0, 1.5), ctx.size(1.0, 0.5)
     fig = ctx.report.figure("scaling", TITLE, METHOD.format(
         concurrency=CONCURRENCY, rounds=rounds, duration=duration, warmup=warmup))
     ctx.flush()
