@@ -58,7 +58,10 @@ CLOCK_MONOTONIC, shared by all processes. **prompts/s** (answering off): the wor
 stopped (SIGSTOP), asks are made through the API, the worker is resumed (SIGCONT) and
 its prompts timed from the resumption to the last one received: queues of {chunk} (fewer
 than the 100 events the consumer takes at once) before the goal phase, and one queue of
-{burst:,} after it. CPU is each process's user + system seconds over a phase. Memory:
+{burst:,} after it. Last, as a diagnostic (not the deployed set-up), the worker is
+restarted with its Redis connection pool raised through `REDIS_URL`
+(`?max_connections=10000`) and the goal rate run again for half as long. CPU is each
+process's user + system seconds over a phase. Memory:
 INFO used_memory before the light phase and after every question of it has ended and
 its prompt been turned into its summary, / asks; the breakdown is MEMORY USAGE per key
 type of everything in Redis then, / questions in Redis, as in the memory figure.
@@ -245,6 +248,20 @@ def run_channel(ctx: Context, name: str) -> None:
         result["goal"] = measure_steady(ctx, fig, pool, spec, platform, procs, rate,
                                         duration, 100_000, memory=False)
         result["burst"] = measure_burst(ctx, fig, pool, spec, platform, worker, burst)
+        if not ctx.quick:
+            # A diagnostic, not the deployed set-up: the worker's Redis pool raised through
+            # REDIS_URL, which redis-py reads max_connections from.
+            ctx.procs.stop(worker)
+            big_pool = f"{ctx.redis_url}?max_connections=10000"
+            worker = ctx.procs.start(f"worker-{name}-bigpool", argv,
+                                     askgate_env(big_pool, **env))
+            procs = [api, worker, platform.proc]
+            platform.send({"cmd": "answer", "on": True}, "answering")
+            ctx.run(steady(pool, spec, 20, 1.0, 4_000_000, "warm2", settle_s=90))
+            result["goal_bigpool"] = measure_steady(
+                ctx, fig, pool, spec, platform, procs, rate, duration / 2, 5_000_000,
+                memory=False, label="worker's Redis pool raised to 10,000 (REDIS_URL "
+                "?max_connections=10000, a diagnostic)")
     finally:
         pool.close()
     fig.data.update(result)
@@ -252,10 +269,11 @@ def run_channel(ctx: Context, name: str) -> None:
 
 def measure_steady(ctx: Context, fig: Figure, pool: Pool, spec: ChannelSpec,
                    platform: PlatformProc, procs: list[Proc], rate: float, duration: float,
-                   start: int, memory: bool) -> dict[str, Any]:
+                   start: int, memory: bool, label: str = "") -> dict[str, Any]:
     """One open-loop phase; with memory=True also Redis memory per finished question."""
     api, worker, fake = procs
-    label = f"{spec.name} at {rate:g} asks/s for {duration:g} s"
+    label = f"{spec.name} at {rate:g} asks/s for {duration:g} s" + (
+        f", {label}" if label else "")
     redis = make_redis(ctx.redis_url)
     before = ctx.run(used_memory(redis))
     summaries0 = platform.send({"cmd": "count"}, "summaries")["summaries"]

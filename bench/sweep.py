@@ -195,7 +195,9 @@ def report_rows(fig: Figure, full: dict[str, Any], bare: dict[str, Any]) -> None
              f"{full['script_s']:.2f} s of Redis time, {full['log_lines']} log lines; "
              f"{full['sample_final']}/{full['sample']} sampled questions no_answer/timeout; "
              f"{full['subscribers']} clients held a pattern subscription")
+    total = c["redis"] + c["sweeper"] + c["apis"]
     fig.note(f"CPU during the sweep: redis-server {c['redis']:.2f} s, the sweeper "
              f"{c['sweeper']:.2f} s, the 4 API processes reading the notifications "
              f"{c['apis']:.2f} s in all ({c['apis'] / 4 / n * 1e6:.0f} µs per message "
-             "per process)")
+             f"per process): {total:.1f} CPU-seconds, so on these 2 cores (shared with "
+             f"other work) no less than {total / 2:.1f} s of wall time")
