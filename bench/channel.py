@@ -31,7 +31,7 @@ from bench.procs import PY, Proc, askgate_env, cpu_s, start_api
 from bench.report import Figure, pct
 from bench.sample import BIG, QUESTIONS, make_redis, used_memory
 
-CHUNK = 80  # prompts queued at once when timing a worker's rate (see measure_rate)
+CHUNK = 80  # prompts queued at once when timing a worker's rate
 # How long one big queue may take to drain: past one reclaim cycle of the worker's
 # consumer (30 s), so an entry that failed once is seen retried.
 BIG_WAIT_S = 35.0
@@ -56,12 +56,9 @@ shows the prompt (Telegram: sendMessage with the keyboard, before its form is pa
 /wait response, which must be `answered` with the first option. Times are
 CLOCK_MONOTONIC, shared by all processes. **prompts/s** (answering off): the worker is
 stopped (SIGSTOP), asks are made through the API, the worker is resumed (SIGCONT) and
-its prompts timed from the resumption to the last one received: queues of {chunk} (fewer
-than the 100 events the consumer takes at once) before the goal phase, and one queue of
-{burst:,} after it. Last, as a diagnostic (not the deployed set-up), the worker is
-restarted with its Redis connection pool raised through `REDIS_URL`
-(`?max_connections=10000`) and the goal rate run again for half as long. CPU is each
-process's user + system seconds over a phase. Memory:
+its prompts timed from the resumption to the last one received, after the goal phase:
+{rounds} queues of {chunk}, then one queue of {burst:,}. CPU is each process's user +
+system seconds over a phase. Memory:
 INFO used_memory before the light phase and after every question of it has ended and
 its prompt been turned into its summary, / asks; the breakdown is MEMORY USAGE per key
 type of everything in Redis then, / questions in Redis, as in the memory figure.
@@ -214,6 +211,7 @@ def run_channel(ctx: Context, name: str) -> None:
     think_ms, burst = 500.0, 300
     fig = ctx.report.figure(f"channel-{name}", f"{TITLE} ({name})", METHOD.format(
         think_ms=think_ms, rate=rate, duration=duration, burst=burst, chunk=CHUNK,
+        rounds=ctx.size(10, 2),
         light_rate=light_rate,
         light_s=light_s))
     ctx.flush()
@@ -241,27 +239,13 @@ def run_channel(ctx: Context, name: str) -> None:
         if not all(a.status == "answered" for a in warm):
             raise RuntimeError(f"warm-up asks did not all end answered: "
                                f"{[a.status for a in warm]}\n{worker.tail()}")
-        # Each phase before one that leaves failed entries behind (reclaimed 30 s later).
+        # The phases that stop the worker (SIGSTOP) come last.
         result = {"light": measure_steady(ctx, fig, pool, spec, platform, procs, light_rate,
-                                          light_s, 10_000, memory=True)}
+                                          light_s, 10_000, memory=True),
+                  "goal": measure_steady(ctx, fig, pool, spec, platform, procs, rate,
+                                         duration, 100_000, memory=False)}
         result["rate"] = measure_rate(ctx, fig, pool, spec, platform, worker, ctx.size(10, 2))
-        result["goal"] = measure_steady(ctx, fig, pool, spec, platform, procs, rate,
-                                        duration, 100_000, memory=False)
         result["burst"] = measure_burst(ctx, fig, pool, spec, platform, worker, burst)
-        if not ctx.quick:
-            # A diagnostic, not the deployed set-up: the worker's Redis pool raised through
-            # REDIS_URL, which redis-py reads max_connections from.
-            ctx.procs.stop(worker)
-            big_pool = f"{ctx.redis_url}?max_connections=10000"
-            worker = ctx.procs.start(f"worker-{name}-bigpool", argv,
-                                     askgate_env(big_pool, **env))
-            procs = [api, worker, platform.proc]
-            platform.send({"cmd": "answer", "on": True}, "answering")
-            ctx.run(steady(pool, spec, 20, 1.0, 4_000_000, "warm2", settle_s=90))
-            result["goal_bigpool"] = measure_steady(
-                ctx, fig, pool, spec, platform, procs, rate, duration / 2, 5_000_000,
-                memory=False, label="worker's Redis pool raised to 10,000 (REDIS_URL "
-                "?max_connections=10000, a diagnostic)")
     finally:
         pool.close()
     fig.data.update(result)
@@ -386,8 +370,7 @@ def queue_and_drain(ctx: Context, pool: Pool, spec: ChannelSpec, platform: Platf
 
 def measure_rate(ctx: Context, fig: Figure, pool: Pool, spec: ChannelSpec,
                  platform: PlatformProc, worker: Proc, rounds: int) -> dict[str, Any]:
-    """Prompts/s of one worker: queues of CHUNK, under the consumer's batch of 100 (so the
-    worker's Redis pool of 100 connections is not exhausted)."""
+    """Prompts/s of one worker: queues of CHUNK prompts, each drained on its own."""
     platform.send({"cmd": "answer", "on": False}, "answering")
     chunks = [queue_and_drain(ctx, pool, spec, platform, worker, CHUNK, 2_000_000 + 1000 * r,
                               30) for r in range(rounds)]

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from askgate import keys
+from askgate.ledger import Ledger, StalePolicy
 from askgate.models import QuestionCreate, Responder
 from askgate.redis_server import RedisProcess, redis_server_binary
 from askgate.store import Store
@@ -33,8 +34,8 @@ TITLE = "Redis memory per pending ask and per retained final question"
 METHOD = """
 INFO `used_memory` before and after N asks through `Store.create` (RESERVE + CREATE),
 then again after each of them is final: every question's Telegram target recorded as
-delivered the way the Telegram worker records it (`Store.set_delivery` sending, then
-delivered with the message reference), then answered through `Store.answer()` with a
+delivered the way a chat worker records it (`askgate.ledger.Ledger`: claim, then
+confirm with the message reference), then answered through `Store.answer()` with a
 Telegram responder. The difference / N includes every key, hash field, stream entry and
 keyspace entry the question leaves. The ask is the verbose 3-question ask (3 × 4 options
 with descriptions, about 1.8 KB of text) with one Telegram target (so `web` and `telegram`
@@ -135,8 +136,7 @@ class Questions:
         tenant, _ = await create_tenant(self.redis, "mem", max_pending=BIG, asks_per_s=BIG)
         self.tenant = tenant.id
         await asyncio.gather(*(self.redis.ping() for _ in range(40)))
-        for script in (self.store._create, self.store._resolve, self.store._reserve,
-                       self.store._delivery):
+        for script in (self.store._create, self.store._resolve, self.store._reserve):
             await self.redis.script_load(script.script)
 
     async def create(self) -> None:
@@ -156,17 +156,19 @@ class Questions:
         await self._each(one)
 
     async def finish(self) -> None:
+        ledger = Ledger(self.redis, self.store.settings)
+
         async def one(i: int) -> None:
-            qid = self.ids[i]
-            attempt = {"chat_id": "123456789", "bot": 7000000001, "proc": "0123456789ab",
-                       "started": 1767225600000}
-            ok, _ = await self.store.set_delivery(qid, 0, "sending", expect="pending",
-                                                  ref={"attempt": attempt})
-            assert ok == "ok"
+            rec = await self.store.load(self.ids[i])
+            assert rec is not None
+            # As a chat worker does: claim the target, send, confirm with the message ref.
+            claim = await ledger.claim(rec, 0, owner="vm-4242", lease_ms=60_000,
+                                       on_stale=StalePolicy.ASSUME_SHOWN)
+            assert claim.outcome == "claimed", claim
             ref = {"chat_id": "123456789", "message_id": 100000 + i, "bot": 7000000001,
                    "chat_type": "private"}
-            await self.store.set_delivery(qid, 0, "delivered", expect="sending", ref=ref)
-            await self.store.answer(self.tenant, qid, {q["id"]: ANSWERS.get(q["id"], [
+            await ledger.confirm(rec, 0, owner="vm-4242", ref=ref)
+            await self.store.answer(self.tenant, rec.id, {q["id"]: ANSWERS.get(q["id"], [
                 q["options"][0]["label"]]) for q in self.questions}, RESPONDER)
 
         await self._each(one)

@@ -3,7 +3,7 @@
 `QUESTIONS` is a realistic verbose ask (3 questions, 4 options each with a description,
 about 1.8 KB of text). `AskTemplate` runs `Store.create` once against recorders of its
 RESERVE and CREATE script calls; `calls()` then gives the same calls for another session
-(id, shard tag, session, run, tool call id and times substituted), so fixtures of 100,000
+(id, shard tag, session, run, tool call id substituted, times moved), so fixtures of 100,000
 questions are written exactly as the API writes them, pipelined, and the baselines in
 `bare_app` do byte for byte the API's Redis work. A storage-layout change in `Store`
 reaches both without touching this file.
@@ -124,6 +124,7 @@ _SESSION = "tmpl-session-7f3a9c"
 _RUN = "tmpl-run-51d0e2"
 _TCID = "tmpl-tcid-c4b8aa"
 
+_WEEK_MS = 7 * 86_400_000
 Call = tuple[str, list[Any], list[Any]]  # (script: "reserve" | "create", keys, args)
 
 
@@ -139,7 +140,6 @@ class AskTemplate:
     qid: str = ""
     tag: str = ""
     now: int = 0
-    expires: int = 0
 
     @classmethod
     async def record(cls, store: Store, tenant: str, body: dict[str, Any]) -> AskTemplate:
@@ -167,7 +167,6 @@ class AskTemplate:
         tmpl.qid = rec.id
         tmpl.tag = keys.tag(keys.shard_of(rec.id))
         tmpl.now = int(rec.f["created"])
-        tmpl.expires = int(rec.f["expires"])
         return tmpl
 
     def calls(self, session: str, run: str = "", tcid: str = "",
@@ -181,7 +180,7 @@ class AskTemplate:
         if self.tcid:
             swap[_TCID] = tcid
         now = int(time.time() * 1000) if now_ms is None else now_ms
-        ints = {self.now: now, self.expires: now + self.timeout_s * 1000}
+        shift = now - self.now
 
         def sub(value: Any) -> Any:
             if isinstance(value, str):
@@ -189,8 +188,10 @@ class AskTemplate:
                     if old in value:
                         value = value.replace(old, new)
                 return value
-            if isinstance(value, int) and value in ints:
-                return ints[value]
+            # A time (ms since the epoch) near the recording moves with `now`: creation,
+            # expiry, a chat target's show-by deadline. Durations and counts are small.
+            if isinstance(value, int) and abs(value - self.now) < _WEEK_MS:
+                return value + shift
             return value
 
         return qid, [(kind, [sub(k) for k in ks], [sub(a) for a in args])
