@@ -12,6 +12,7 @@ import orjson
 from askgate.redis_server import free_port
 from askgate.tenants import create_tenant
 
+from bench import ask_parts
 from bench.context import Context
 from bench.procs import PY, Proc, Procs, cpu_s, start_api, start_bare
 from bench.sample import BIG, QUESTIONS, ask_body, make_redis
@@ -84,7 +85,8 @@ def run(ctx: Context) -> None:
     rounds = ctx.size(6, 1)
     duration, warmup = ctx.size(1.5, 1.5), 0.5
     fig = ctx.report.figure("asks", TITLE, METHOD.format(
-        concurrency=CONCURRENCY, warmup=warmup, duration=duration, rounds=rounds))
+        concurrency=CONCURRENCY, warmup=warmup, duration=duration, rounds=rounds)
+        + ask_parts.METHOD)
     ctx.flush()
     api_key = ctx.run(load_tenant_key(ctx.redis_url, "load"))
     ports = {name: free_port() for name in SERVERS}
@@ -129,6 +131,7 @@ def run(ctx: Context) -> None:
     for b in bad:
         fig.note(f"non-2xx or errors during the ask load: {b}")
     fig.data.update(rps=rps, cpu_us_per_ask=cpu, rounds=rounds, duration_s=duration)
+    ask_parts.run(ctx.redis_url, fig, ctx.run)
 
 
 def report_rows(fig: Any, rps: dict[int, dict[str, list[float]]],
