@@ -33,6 +33,7 @@ from bench.sample import BIG, QUESTIONS, make_redis, used_memory
 
 CHUNK = 80  # prompts queued at once when timing a worker's rate
 CHUNK_WAIT_S = 10.0
+IDLE_WAIT_S = 45.0  # past one reclaim cycle (30 s) of the worker's consumer
 # How long one big queue may take to drain: past one reclaim cycle of the worker's
 # consumer (30 s), so an entry that failed once is seen retried.
 BIG_WAIT_S = 35.0
@@ -57,8 +58,9 @@ shows the prompt (Telegram: sendMessage with the keyboard, before its form is pa
 /wait response, which must be `answered` with the first option. Times are
 CLOCK_MONOTONIC, shared by all processes. **prompts/s** (answering off): the worker is
 stopped (SIGSTOP), asks are made through the API, the worker is resumed (SIGCONT) and
-its prompts timed from the resumption to the last one received, after the goal phase:
-{rounds} queues of {chunk}, then one queue of {burst:,}. CPU is each process's user +
+its prompts timed from the resumption to the last one received, after the goal phase
+(once the worker has gone idle, up to 45 s): {rounds} queues of {chunk}, then one queue
+of {burst:,}. CPU is each process's user +
 system seconds over a phase. Memory:
 INFO used_memory before the light phase and after every question of it has ended and
 its prompt been turned into its summary, / asks; the breakdown is MEMORY USAGE per key
@@ -373,6 +375,10 @@ def measure_rate(ctx: Context, fig: Figure, pool: Pool, spec: ChannelSpec,
                  platform: PlatformProc, worker: Proc, rounds: int) -> dict[str, Any]:
     """Prompts/s of one worker: queues of CHUNK prompts, each drained on its own."""
     platform.send({"cmd": "answer", "on": False}, "answering")
+    idle_after = wait_idle(worker)
+    if idle_after is None:
+        fig.note(f"{spec.name}: the worker was still busy with the goal phase "
+                 f"{IDLE_WAIT_S:g} s later; the rate below shares its CPU with that")
     chunks = [queue_and_drain(ctx, pool, spec, platform, worker, CHUNK, 2_000_000 + 1000 * r,
                               CHUNK_WAIT_S) for r in range(rounds)]
     sent = sum(c["sent"] for c in chunks)
@@ -406,6 +412,18 @@ def measure_burst(ctx: Context, fig: Figure, pool: Pool, spec: ChannelSpec,
         fig.note(f"{spec.name}: the worker logged {len(errors)} errors while it drained the "
                  f"queue of {big:,}: " + "; ".join(f"{k} ×{v}" for k, v in kinds.most_common(3)))
     return {"big": one, "peak_1s": peak, "errors": len(errors)}
+
+
+def wait_idle(p: Proc, max_s: float = 0.0) -> float | None:
+    """Seconds until the process used under 5% of a core for a whole second (None if it
+    did not within IDLE_WAIT_S): a backlog of the phase before must not count."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < (max_s or IDLE_WAIT_S):
+        c0 = cpu_s(p.pid)
+        time.sleep(1.0)
+        if cpu_s(p.pid) - c0 < 0.05:
+            return time.monotonic() - t0
+    return None
 
 
 def dump(platform: PlatformProc, path: Path) -> dict[str, Any]:
