@@ -90,7 +90,9 @@ class StreamConsumer:
         # Per question: its entries not yet handled, in order, and the task handling them.
         self._queues: dict[str, list[Event]] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
-        self._in_flight: dict[str, str] = {}  # entry id → stream, taken and not yet done
+        # (stream, entry id) taken and not yet done: ids repeat across streams (two shards
+        # may each get `<ms>-0` in the same millisecond).
+        self._in_flight: set[tuple[str, str]] = set()
 
     @property
     def in_flight(self) -> int:
@@ -152,9 +154,9 @@ class StreamConsumer:
     def dispatch(self, events: list[Event]) -> None:
         """Start handling `events`: in order per question, concurrently across them."""
         for ev in events:
-            if ev.entry_id in self._in_flight:
+            if (ev.stream, ev.entry_id) in self._in_flight:
                 continue  # reclaimed from ourselves while still being handled
-            self._in_flight[ev.entry_id] = ev.stream
+            self._in_flight.add((ev.stream, ev.entry_id))
             self._queues.setdefault(ev.question_id, []).append(ev)
             if ev.question_id not in self._tasks:
                 self._tasks[ev.question_id] = asyncio.create_task(
@@ -184,7 +186,7 @@ class StreamConsumer:
         JUSTID does not count a delivery), so that nobody reclaims them, and so a long
         handling is not taken for a dead one."""
         by_stream: dict[str, list[str]] = {}
-        for entry_id, stream in self._in_flight.items():
+        for stream, entry_id in self._in_flight:
             by_stream.setdefault(stream, []).append(entry_id)
         for stream, ids in by_stream.items():
             await self.redis.xclaim(stream, self.group, self.consumer, 0, ids, justid=True)
@@ -234,10 +236,10 @@ class StreamConsumer:
                     # together, in order, when reclaimed.
                     break
                 queue.pop(0)
-                self._in_flight.pop(ev.entry_id, None)
+                self._in_flight.discard((ev.stream, ev.entry_id))
         finally:
             for ev in queue:
-                self._in_flight.pop(ev.entry_id, None)
+                self._in_flight.discard((ev.stream, ev.entry_id))
             del self._queues[question_id]
             del self._tasks[question_id]
 

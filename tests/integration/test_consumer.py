@@ -1,0 +1,24 @@
+"""The stream consumer on real Redis: entries of different streams are told apart."""
+
+from __future__ import annotations
+
+from askgate import keys
+from askgate.consumer import Event, StreamConsumer
+from redis.asyncio import Redis
+
+
+async def test_same_entry_id_on_two_shards_is_handled_twice(redis: Redis) -> None:
+    """Two shards' streams may each get `<ms>-0` in one millisecond: both are handled."""
+    seen: list[tuple[str, str]] = []
+
+    async def handle(ev: Event) -> None:
+        seen.append((ev.stream, ev.question_id))
+
+    consumer = StreamConsumer(redis, "text", "c1", handle, block_ms=10)
+    await consumer.ensure_groups()
+    a, b = keys.all_events("text")[:2]
+    await redis.xadd(a, {"type": "question.created", "id": "q00aaaaaaaaaaaaaaaa"}, id="5-0")
+    await redis.xadd(b, {"type": "question.created", "id": "q01bbbbbbbbbbbbbbbb"}, id="5-0")
+    await consumer.process(await consumer.read())
+    assert sorted(seen) == [(a, "q00aaaaaaaaaaaaaaaa"), (b, "q01bbbbbbbbbbbbbbbb")]
+    assert consumer.in_flight == 0
