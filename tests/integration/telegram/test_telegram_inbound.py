@@ -8,6 +8,7 @@ import pytest
 from askgate import keys
 from askgate.redis_server import RedisProcess
 from askgate_telegram.__main__ import main
+from askgate_telegram.render import Tap
 from askgate_telegram.service import TelegramService
 from redis.asyncio import Redis
 
@@ -19,6 +20,8 @@ from tests.integration.telegram.conftest import (
     tg_settings,
 )
 from tests.integration.telegram.fake_bot_api import FakeBotAPI
+
+OTHER = 777  # another private chat
 
 
 @pytest.mark.parametrize("secret", [None, "wrong-secret", "hook-secret-012345678"])
@@ -63,6 +66,36 @@ async def test_long_polling_takes_a_tap(
         assert body["result"]["answers"]["answers"] == {"deploy_target": ["Production"]}
     finally:
         await service.close()
+
+
+async def test_polling_serves_other_chats_while_one_waits(
+    tg: Harness, redis_server: RedisProcess, fake: FakeBotAPI
+) -> None:
+    """In one getUpdates batch, a chat whose handling waits on Telegram does not hold a
+    tap in another chat."""
+    await tg.service.close()
+    service = TelegramService(tg_settings(redis_server.url, fake.base, telegram_mode="polling",
+                                          telegram_polling_timeout_s=1))
+    await service.start()
+    try:
+        first = await tg.ask(session="a")
+        second = await tg.ask(session="b", chat_id=OTHER)
+        slow, fast = await tg.prompt(), await tg.prompt(OTHER)
+        await eventually(lambda: _delivered(tg, second["id"]), "the second prompt confirmed")
+        token = tg.fake.sent()[0].token
+        fake.hold_send.clear()  # Telegram stops answering sendMessage
+        queue = fake.updates.setdefault(token, asyncio.Queue())
+        queue.put_nowait(fake.tap(slow, Tap(q=first["id"], t=0, a="x").pack(), ADA))  # Other…
+        queue.put_nowait(fake.tap(fast, fast.buttons[1][0]["callback_data"], ADA))
+        body = await tg.wait_result(second["id"])
+        assert body["result"]["answers"]["answers"] == {"deploy_target": ["Production"]}
+    finally:
+        fake.hold_send.set()
+        await service.close()
+
+
+async def _delivered(tg: Harness, qid: str) -> bool:
+    return bool((await tg.question(qid))["deliveries"][0]["status"] == "delivered")
 
 
 async def test_health_key_and_check(

@@ -16,6 +16,7 @@ import time
 
 import structlog
 from aiogram import Bot, Dispatcher
+from aiogram.types import Update
 from aiogram.webhook.aiohttp_server import BaseRequestHandler
 from aiohttp import web
 from askgate.channels import PlatformError
@@ -120,15 +121,53 @@ async def poll(dispatcher: Dispatcher, tb: TenantBot, timeout_s: int, stop: asyn
             continue
         health.ok(tb.tenant)
         backoff = POLL_BACKOFF_S
-        for update in updates:
+        if not updates:
+            continue
+        failed = await handle_batch(dispatcher, bot, updates, tb.tenant)
+        if failed is None:
+            tries = 0
+            offset = updates[-1].update_id + 1
+            continue
+        tries += 1
+        if tries < POLL_MAX_TRIES:
+            # Fetch again from the first failure; what was handled since is deduped.
+            offset = failed
+            await asyncio.sleep(POLL_BACKOFF_S)
+        else:
+            log.error("update.skipped", tenant=tb.tenant, update_id=failed, tries=tries)
+            tries = 0
+            offset = updates[-1].update_id + 1
+
+
+def chat_of(update: Update) -> int | None:
+    event = update.message or update.edited_message
+    if event is not None:
+        return event.chat.id
+    query = update.callback_query
+    if query is not None and query.message is not None:
+        return query.message.chat.id
+    return None
+
+
+async def handle_batch(dispatcher: Dispatcher, bot: Bot, updates: list[Update],
+                       tenant: str) -> int | None:
+    """Handle one getUpdates batch: each chat's updates in order, chats concurrently (a
+    busy group does not hold taps elsewhere). Returns the first update id that failed
+    (later ones of its chat were not tried), or None."""
+    by_chat: dict[int | None, list[Update]] = {}
+    for update in updates:
+        by_chat.setdefault(chat_of(update), []).append(update)
+
+    async def one_chat(batch: list[Update]) -> int | None:
+        for update in batch:
             try:
                 await dispatcher.feed_update(bot, update)
-            except Exception as exc:  # retried, then skipped (logged)
-                tries += 1
-                log.exception("update.failed", tenant=tb.tenant, update_id=update.update_id,
-                              tries=tries, error=str(exc))
-                if tries < POLL_MAX_TRIES:
-                    await asyncio.sleep(POLL_BACKOFF_S)
-                    break
-            tries = 0
-            offset = update.update_id + 1
+            except Exception as exc:  # fetched and tried again, then skipped (logged)
+                log.exception("update.failed", tenant=tenant, update_id=update.update_id,
+                              error=str(exc))
+                return update.update_id
+        return None
+
+    failed = [f for f in await asyncio.gather(*(one_chat(b) for b in by_chat.values()))
+              if f is not None]
+    return min(failed) if failed else None
