@@ -174,6 +174,21 @@ def test_repeated_key_adds_values_for_multi_select() -> None:
     assert answers(reply) == {"areas": ["Auth", "Billing"], "database": ["Postgres"]}
 
 
+def test_30000_parts_parse_in_order_without_duplicates() -> None:
+    """A 30,000-part multi-select reply parses (linearly) into its distinct values."""
+    parts = [f"v{i % 10_000}" for i in range(30_000)] + ["4", "auth"]
+    reply = parse_reply([AREAS], ",".join(parts))
+    assert answers(reply)["areas"] == [f"v{i}" for i in range(10_000)] + ["UI", "Auth"]
+
+
+def test_30000_keyed_lines_join_in_order() -> None:
+    """30,000 keyed lines for one multi-select question join into its values."""
+    lines = [f"areas: v{i}" for i in range(30_000)] + ["DB: 2"]
+    reply = parse_reply([DB, AREAS], "\n".join(lines))
+    assert answers(reply) == {"database": ["SQLite"],
+                              "areas": [f"v{i}" for i in range(30_000)]}
+
+
 def test_header_with_a_hyphen_is_a_key() -> None:
     """`Pre-check: 1` keys on the header `Pre-check`; the hyphen is not the separator."""
     reply = parse_reply([PRECHECK, DB], "Pre-check: no\nDB: 2")

@@ -14,7 +14,7 @@ from askgate import keys, signing
 from askgate.answers import canonical_answers
 from askgate.errors import IncompleteAnswer, ValidationFailed
 from askgate.i18n import MESSAGES
-from askgate.models import QuestionIn
+from askgate.models import FREE_TEXT_MAX, QuestionIn
 from askgate.record import new_question_id, result_json
 from askgate.render import guidance, prompt_text, summary_text
 from askgate.status import FINAL, TRANSITIONS, Status, can_transition
@@ -156,9 +156,41 @@ def test_canonical_answers_names_the_missing_question(
 
 
 def test_canonical_answers_refuses_overlong_free_text() -> None:
-    """Free text longer than 2000 characters is a 422 naming the field."""
+    """Free text longer than the one free-text limit is a 422 naming the field."""
     with pytest.raises(ValidationFailed, match=r"^answers\.deploy_target values must be at most"):
-        canonical_answers([DEPLOY], {"deploy_target": ["x" * 2001]})
+        canonical_answers([DEPLOY], {"deploy_target": ["x" * (FREE_TEXT_MAX + 1)]})
+
+
+def test_canonical_answers_refuses_100000_values_with_the_bound() -> None:
+    """100,000 values for a multi-select are refused at once, naming the bound."""
+    with pytest.raises(ValidationFailed) as exc:
+        canonical_answers([AREAS], {"areas": [f"v{i}" for i in range(100_000)]})
+    assert exc.value.message == (
+        "answers.areas takes at most 4 values (its 3 options and one free text; got 100000); "
+        "send each option once"
+    )
+
+
+def test_canonical_answers_refuses_many_values_for_single_select() -> None:
+    """A long list for a single-select question says it takes one answer."""
+    with pytest.raises(ValidationFailed, match=r"^answers\.deploy_target takes one answer"):
+        canonical_answers([DEPLOY], {"deploy_target": ["Production"] * 100_000})
+
+
+def test_canonical_answers_refuses_two_free_texts() -> None:
+    """A multi-select takes its options and at most one free text."""
+    with pytest.raises(ValidationFailed) as exc:
+        canonical_answers([AREAS], {"areas": ["Auth", "fuzzing", "perf"]})
+    assert exc.value.message == (
+        "answers.areas takes at most one free-text value besides its options "
+        "(got 2: 'fuzzing', 'perf'); join them into one text"
+    )
+
+
+def test_canonical_answers_takes_every_option_and_one_free_text() -> None:
+    """The largest valid multi-select answer: each option once plus one free text."""
+    out = canonical_answers([AREAS], {"areas": ["UI", "Billing", "Auth", "fuzzing"]})
+    assert out == {"areas": ["UI", "Billing", "Auth", "fuzzing"]}
 
 
 # -- new_question_id ---------------------------------------------------------------------

@@ -6,11 +6,13 @@ Every rule of the contract lives here as a validator whose message names the fix
 
 from __future__ import annotations
 
+import reprlib
 import unicodedata
 from typing import Annotated, Any, Literal
 
 import regex
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -46,6 +48,48 @@ OTHER_LABELS = frozenset(
 )
 
 Text200 = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+
+# One limit for anything a human types (an answer value, a reply, a message, the Control
+# UI's composer), in characters, and one for each responder field.
+FREE_TEXT_MAX = 4000
+RESPONDER_FIELD_MAX = 200
+
+# Session and run names travel in URL paths (/v1/sessions/{session}/messages,
+# /v1/runs/{run_id}/abort, the Control UI link) and in Redis key names, so they keep to
+# characters that no client, proxy or browser rewrites: no '/', no spaces or control
+# characters, and never the dot segments '.' and '..'.
+NAME_MAX = 200
+NAME_RE = regex.compile(r"^[A-Za-z0-9._~:@-]{1,200}$")
+NAME_RULE = (
+    f"must be 1 to {NAME_MAX} characters of A-Z a-z 0-9 . _ ~ : @ - "
+    "(and not '.' or '..'), for example chat-42"
+)
+_SHOW = reprlib.Repr()
+_SHOW.maxstring = 60
+_SHOW.maxother = 60
+
+
+def show(value: Any) -> str:
+    """A short repr of client input for an error message (never the whole of a huge or
+    deeply nested value)."""
+    return _SHOW.repr(value)
+
+
+def name_problem(value: str) -> str | None:
+    """Why `value` is not a valid session or run name (None when it is)."""
+    if NAME_RE.match(value) and value not in (".", ".."):
+        return None
+    return f"{NAME_RULE} (got {show(value)})"
+
+
+def _name(value: str) -> str:
+    problem = name_problem(value)
+    if problem:
+        raise _err(problem)
+    return value
+
+
+Name = Annotated[str, AfterValidator(_name)]
 
 
 def _err(message: str) -> PydanticCustomError:
@@ -286,8 +330,8 @@ CHANNELS = ("telegram", "slack", "discord", "web", "text")
 class QuestionCreate(AskInput):
     """POST /v1/questions: the tool input with the ask's context beside it."""
 
-    session: Text200
-    run_id: Text200 | None = None
+    session: Name
+    run_id: Name | None = None
     agent_id: Text200 | None = None
     tool_call_id: Text200 | None = None
     primary: bool = True
@@ -306,11 +350,15 @@ class QuestionCreate(AskInput):
 # -- answers -----------------------------------------------------------------------------
 
 
+ResponderField = Annotated[str, StringConstraints(max_length=RESPONDER_FIELD_MAX)]
+FreeText = Annotated[str, StringConstraints(max_length=FREE_TEXT_MAX)]
+
+
 class Responder(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    channel: str | None = None
-    user_id: str | None = None
-    name: str | None = None
+    channel: ResponderField | None = None
+    user_id: ResponderField | None = None
+    name: ResponderField | None = None
 
     @field_validator("user_id", mode="before")
     @classmethod
@@ -324,12 +372,12 @@ class AnswerBody(Strict):
 
 
 class ReplyBody(Strict):
-    text: str
+    text: FreeText
     responder: Responder | None = None
 
 
 class MessageBody(Strict):
-    text: str
+    text: FreeText
     responder: Responder | None = None
 
 
@@ -431,14 +479,14 @@ def describe_errors(errors: list[Any]) -> list[str]:
                 lines.append(f"{path} {msg}")
         elif kind == "int_from_float":
             lines.append(
-                f"{path} must be a whole number, for example 60 (got {err.get('input')!r}; "
+                f"{path} must be a whole number, for example 60 (got {show(err.get('input'))}; "
                 "it is not rounded)"
             )
         elif kind in ("union_tag_invalid", "union_tag_not_found"):
             lines.append(f"{path}.channel must be one of {', '.join(CHANNELS)}")
         elif kind == "literal_error":
             expected = err.get("ctx", {}).get("expected", "")
-            lines.append(f"{path} must be one of {expected} (got {err.get('input')!r})")
+            lines.append(f"{path} must be one of {expected} (got {show(err.get('input'))})")
         elif kind in ("string_too_short",) and err.get("ctx", {}).get("min_length") == 1:
             lines.append(f"{path} must not be empty")
         elif kind == "string_too_long":

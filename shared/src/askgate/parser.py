@@ -19,6 +19,7 @@ from askgate.models import RECOMMENDED, QuestionIn
 
 _NUMBER = re.compile(r"^\s*(\d{1,3})\s*[.)]?\s*$")
 _SPLIT = re.compile(r"[,;\n]")
+_SPLIT_INLINE = re.compile(r"[,;]")
 _SEPARATOR = re.compile(r"\s*(?::|=|\s-\s|-)\s*")
 
 
@@ -78,13 +79,13 @@ def parse_value(question: QuestionIn, text: str, *, split_lines: bool = True) ->
     if whole:
         value = resolve_part(question, text)
         return [value] if value else []
-    parts = _SPLIT.split(text) if split_lines else re.split(r"[,;]", text)
-    values: list[str] = []
+    parts = _SPLIT.split(text) if split_lines else _SPLIT_INLINE.split(text)
+    values: dict[str, None] = {}  # ordered, and O(1) to test: duplicates dropped
     for part in parts:
         value = resolve_part(question, part)
-        if value and value not in values:
-            values.append(value)
-    return values
+        if value:
+            values[value] = None
+    return list(values)
 
 
 def _key_index(questions: Sequence[QuestionIn], key: str) -> int | None:
@@ -101,22 +102,31 @@ def _key_index(questions: Sequence[QuestionIn], key: str) -> int | None:
 
 def _keyed(questions: Sequence[QuestionIn], lines: list[str]) -> dict[int, str] | None:
     """Lines as `key: value` pairs when every non-blank line names a question."""
-    found: dict[int, str] = {}
+    found: dict[int, list[str]] = {}
+    longest = _longest_key(questions)
     for line in lines:
         if not line.strip():
             continue
-        pair = _split_key(questions, line)
+        pair = _split_key(questions, line, longest)
         if pair is None:
             return None
         idx, value = pair
-        found[idx] = f"{found[idx]}, {value}" if idx in found else value
-    return found or None
+        found.setdefault(idx, []).append(value)
+    # Joined once at the end: appending to a string per line would be quadratic.
+    return {idx: ", ".join(values) for idx, values in found.items()} or None
 
 
-def _split_key(questions: Sequence[QuestionIn], line: str) -> tuple[int, str] | None:
+def _longest_key(questions: Sequence[QuestionIn]) -> int:
+    """The most characters a key can span (a question's text, with some spacing slack):
+    no separator beyond it can end a key, so a line is never rescanned past it."""
+    return max(len(q.question) for q in questions) * 2 + 16
+
+
+def _split_key(questions: Sequence[QuestionIn], line: str, longest: int
+               ) -> tuple[int, str] | None:
     """The first `key<sep>value` split of `line` whose key names a question: a header
     such as `Pre-check` holds a separator itself, so the first `-` is not always it."""
-    for sep in _SEPARATOR.finditer(line):
+    for sep in _SEPARATOR.finditer(line, 0, longest):
         key = line[: sep.start()]
         if key.strip():
             idx = _key_index(questions, key)
