@@ -120,6 +120,18 @@ async def app_client(settings: Settings, redis: Redis) -> AsyncIterator[httpx.As
             yield client
 
 
+@pytest.fixture
+async def web_client(settings: Settings, redis: Redis) -> AsyncIterator[httpx.AsyncClient]:
+    """The real web Control UI app (lifespan included) behind an in-process httpx client."""
+    from askgate_web.app import create_app
+
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://web") as client:
+            yield client
+
+
 def ask_body(session: str = "s1", **extra: Any) -> dict[str, Any]:
     """The SPEC §1 example ask, with the context beside it."""
     return {

@@ -441,7 +441,7 @@ _FIXES = {
 def _path(loc: tuple[Any, ...]) -> str:
     out = ""
     parts = list(loc)
-    if parts and parts[0] == "body":
+    if parts and parts[0] in ("body", "query", "path", "header"):
         parts = parts[1:]
     prev_index = False
     for p in parts:

@@ -14,6 +14,7 @@ from askgate.models import (
     QuestionPublic,
     ReplyBody,
     Responder,
+    name_problem,
 )
 from askgate.record import Record
 from askgate.status import Reason, Status
@@ -23,6 +24,7 @@ from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.exceptions import RedisError
+from starlette.convertors import PathConvertor, register_url_convertor
 
 from askgate_api.auth import current_tenant
 from askgate_api.fastpath import create_ask
@@ -30,6 +32,15 @@ from askgate_api.metrics import FINALS, REGISTRY, WAITERS
 from askgate_api.responses import json_response, redis_unavailable, resource
 from askgate_api.waiters import Hub, wait_final
 
+
+class AnyNameConvertor(PathConvertor):
+    """A session or run name in a path, whatever it holds ('/', line breaks): the route
+    always matches, so a bad name gets the name rule's 422 instead of a bare 404."""
+
+    regex = r"[\s\S]+"
+
+
+register_url_convertor("anyname", AnyNameConvertor())
 router = APIRouter()
 TenantDep = Annotated[Tenant, Depends(current_tenant)]
 log = structlog.get_logger("askgate.api")
@@ -61,6 +72,14 @@ def _resource(request: Request, rec: Record, status: int = 200) -> Response:
     return json_response(_public(request, rec), status)
 
 
+def _check_name(field: str, value: str) -> str:
+    """A session or run name from a path or query: the ask's own rule, the same 422."""
+    problem = name_problem(value)
+    if problem:
+        raise ValidationFailed(f"{field} {problem}")
+    return value
+
+
 def _count_final(rec: Record) -> None:
     FINALS.labels(rec.f["status"], rec.f.get("reason") or "").inc()
 
@@ -82,10 +101,11 @@ async def ask(request: Request, tenant: TenantDep, body: QuestionCreate) -> Resp
 async def list_questions(
     request: Request,
     tenant: TenantDep,
-    session: Annotated[str, Query(min_length=1, max_length=200)],
+    session: Annotated[str, Query(description="the session's name")],
     status: Status | None = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
 ) -> Response:
+    _check_name("session", session)
     recs = await _store(request).list_session(tenant.id, session, status, limit)
     return json_response({"questions": [_public(request, r) for r in recs]})
 
@@ -165,24 +185,24 @@ async def cancel(request: Request, tenant: TenantDep, question_id: str,
     return await _end(request, tenant, question_id, Reason.CANCELLED, responder)
 
 
-@router.post("/v1/runs/{run_id}/abort", responses=ERRORS,
+@router.post("/v1/runs/{run_id:anyname}/abort", responses=ERRORS,
              summary="End every pending question of a run (run_aborted)")
 async def abort_run(request: Request, tenant: TenantDep, run_id: str) -> Response:
-    if not run_id or len(run_id) > 200:
-        raise ValidationFailed("run_id must be 1 to 200 characters")
+    _check_name("run_id", run_id)
     ended = await _store(request).abort_run(tenant.id, run_id)
     FINALS.labels("no_answer", "run_aborted").inc(len(ended))
     return json_response({"run_id": run_id, "ended": ended})
 
 
 @router.post(
-    "/v1/sessions/{session}/messages",
+    "/v1/sessions/{session:anyname}/messages",
     responses=ERRORS,
     summary="A human's plain-text message in a session: answers its pending question",
 )
 async def session_message(
     request: Request, tenant: TenantDep, session: str, body: MessageBody
 ) -> Response:
+    _check_name("session", session)
     store = _store(request)
     rec = await store.pending_for(tenant.id, session)
     if rec is None:
