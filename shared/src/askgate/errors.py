@@ -3,6 +3,8 @@ and the HTTP layer maps `code`/`http_status` to responses in one place."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 
 class AskgateError(Exception):
     code = "error"
@@ -85,6 +87,25 @@ class Unavailable(AskgateError):
     def __init__(self, message: str, retry_after_s: int = 1) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class HttpError(AskgateError):
+    """An HTTP-level refusal that is not one of askgate's own (unknown route, wrong method,
+    body too large, …), answered in the same error shape."""
+
+    CODES: ClassVar[dict[int, str]] = {
+        400: "bad_request", 404: "not_found", 405: "method_not_allowed",
+        413: "body_too_large", 415: "unsupported_media_type", 500: "internal",
+    }
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.http_status = status
+        self.code = self.code_for(status)
+
+    @classmethod
+    def code_for(cls, status: int) -> str:
+        return cls.CODES.get(status, f"http_{status}")
 
 
 class ConfigError(AskgateError):

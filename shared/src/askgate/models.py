@@ -24,6 +24,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from askgate.asgi import invalid_json_message
 from askgate.status import Reason, Status
 
 ID_RE = regex.compile(r"^[a-z][a-z0-9_]*$")
@@ -434,7 +435,6 @@ _FIXES = {
     "model_attributes_type": "must be an object",
     "url_parsing": "must be an http(s) URL, for example https://example.com/hook",
     "url_scheme": "must be an http(s) URL, for example https://example.com/hook",
-    "json_invalid": "is not valid JSON",
 }
 
 
@@ -477,6 +477,8 @@ def describe_errors(errors: list[Any]) -> list[str]:
                 lines.append(f"{path}{msg}")
             else:
                 lines.append(f"{path} {msg}")
+        elif kind == "json_invalid":
+            lines.append(invalid_json_message(str(err.get("ctx", {}).get("error", "malformed"))))
         elif kind == "int_from_float":
             lines.append(
                 f"{path} must be a whole number, for example 60 (got {show(err.get('input'))}; "

@@ -56,6 +56,10 @@ class Settings(BaseSettings):
     sweep_interval_ms: int = Field(200, ge=10)
     sweep_batch: int = Field(500, ge=1, le=10_000)
 
+    # Every request body (API and web), in bytes: a worst-case ask is ~70 KB with every
+    # non-ASCII character \u-escaped; free text is bounded anyway (models.FREE_TEXT_MAX).
+    body_max_bytes: int = Field(128 * 1024, ge=4096)
+
     log_level: str = Field("info", pattern=r"^(?i:debug|info|warning|error)$")
     log_json: bool = False
 

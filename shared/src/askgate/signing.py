@@ -25,7 +25,8 @@ def session_link(base_url: str, secret: str, tenant: str, session: str, ttl_s: i
 
 
 def verify_session_link(secret: str, tenant: str, session: str, exp: str, sig: str) -> bool:
-    if not exp.isdigit() or int(exp) < time.time():
+    # isdigit() is true for "²", which int() refuses; and a 5,000-digit exp is not a time.
+    if not (exp.isascii() and exp.isdigit()) or len(exp) > 12 or int(exp) < time.time():
         return False
     return hmac.compare_digest(session_link_sig(secret, tenant, session, int(exp)), sig)
 

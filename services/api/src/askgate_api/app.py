@@ -6,9 +6,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import orjson
 import structlog
+from askgate.asgi import BodyLimit
 from askgate.conn import connect, connect_pubsub
-from askgate.errors import AskgateError, ValidationFailed
+from askgate.errors import AskgateError, HttpError, ValidationFailed
 from askgate.models import describe_errors
 from askgate.settings import Settings
 from askgate.store import Store
@@ -17,6 +19,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from redis.asyncio import Redis
 from redis.exceptions import BusyLoadingError, ConnectionError, TimeoutError
+from starlette.exceptions import HTTPException
 
 from askgate_api import routes
 from askgate_api.auth import TenantCache
@@ -34,11 +37,22 @@ def make_redis(settings: Settings) -> Redis:
                    connect_timeout_s=1.0)
 
 
+def _error_body(status: int, message: str) -> bytes:
+    return orjson.dumps({"error": {"code": HttpError.code_for(status), "message": message}})
+
+
 class AskgateAPI(FastAPI):
     """FastAPI with the ask and the long-poll `wait` served first as plain ASGI
-    (see fastpath.py)."""
+    (see fastpath.py), behind one body-size limit for every endpoint."""
+
+    def __init__(self, *, body_max_bytes: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._guarded = BodyLimit(self._dispatch, body_max_bytes, _error_body)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self._guarded(scope, receive, send)
+
+    async def _dispatch(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             if scope["method"] == "GET":
                 match = WAIT_PATH.match(scope["path"])
@@ -71,6 +85,9 @@ def create_app(settings: Settings) -> FastAPI:
             await pubsub_redis.aclose()
 
     app = AskgateAPI(
+        body_max_bytes=settings.body_max_bytes,
+        # /v1/questions/ is a 404 in the error shape, not a redirect a client may not follow.
+        redirect_slashes=False,
         title="askgate",
         version="1.0",
         summary="Let AI agents ask a human 1-3 structured questions and wait for the answer.",
@@ -87,6 +104,19 @@ def create_app(settings: Settings) -> FastAPI:
         lines = describe_errors(list(exc.errors()))
         return error_response(ValidationFailed("; ".join(lines), lines))
 
+    @app.exception_handler(HTTPException)
+    async def _http(_: Request, exc: HTTPException) -> Response:
+        # Unknown routes (404), wrong methods (405) and the like, in the error shape.
+        response = error_response(HttpError(exc.status_code, _http_message(exc)))
+        for name, value in (exc.headers or {}).items():
+            response.headers[name] = value
+        return response
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception) -> Response:
+        log.exception("api.unexpected_error", error_type=type(exc).__name__)
+        return error_response(HttpError(500, "internal error; it was logged"))
+
     @app.exception_handler(ConnectionError)
     @app.exception_handler(TimeoutError)
     @app.exception_handler(BusyLoadingError)
@@ -97,3 +127,12 @@ def create_app(settings: Settings) -> FastAPI:
 
     app.include_router(routes.router)
     return app
+
+
+def _http_message(exc: HTTPException) -> str:
+    if exc.status_code == 404:
+        return "no such endpoint; see /openapi.json for the API"
+    if exc.status_code == 405:
+        allowed = (exc.headers or {}).get("Allow", "")
+        return f"method not allowed here; use {allowed}" if allowed else "method not allowed"
+    return str(exc.detail)

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import orjson
+from askgate.asgi import parse_json
 from askgate.errors import (
     AskgateError,
     NotPrimary,
@@ -39,7 +40,6 @@ from askgate_api.waiters import WAIT_MAX_S, wait_final
 WAIT_PATH = re.compile(r"^/v1/questions/([^/]+)/wait$")
 ASK_PATH = "/v1/questions"
 DEFAULT_TIMEOUT_S = 30.0
-MAX_BODY_BYTES = 256 * 1024
 _JSON = (b"content-type", b"application/json")
 
 Scope = dict[str, Any]
@@ -73,15 +73,11 @@ def _timeout(query: bytes) -> float:
 
 
 async def _body(receive: Receive) -> bytes:
+    """The whole body (askgate.asgi.BodyLimit in front bounds its size)."""
     chunks: list[bytes] = []
-    size = 0
     while True:
         message = await receive()
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise ValidationFailed(f"body must be at most {MAX_BODY_BYTES} bytes")
-        chunks.append(chunk)
+        chunks.append(message.get("body", b""))
         if not message.get("more_body", False):
             return b"".join(chunks)
 
@@ -120,12 +116,7 @@ async def serve_ask(app: Any, scope: Scope, receive: Receive, send: Send) -> Non
     state = app.state
     try:
         tenant = await state.tenants.resolve(_bearer(scope))
-        raw = await _body(receive)
-        try:
-            data = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            raise ValidationFailed("body is not valid JSON; send the ask as a JSON object") \
-                from None
+        data = parse_json(await _body(receive))
         try:
             ask = QuestionCreate.model_validate(data)
         except ValidationError as exc:

@@ -27,6 +27,7 @@ from redis.exceptions import RedisError
 from starlette.convertors import PathConvertor, register_url_convertor
 
 from askgate_api.auth import current_tenant
+from askgate_api.bodies import StrictJsonRoute
 from askgate_api.fastpath import create_ask
 from askgate_api.metrics import FINALS, REGISTRY, WAITERS
 from askgate_api.responses import json_response, redis_unavailable, resource
@@ -41,7 +42,7 @@ class AnyNameConvertor(PathConvertor):
 
 
 register_url_convertor("anyname", AnyNameConvertor())
-router = APIRouter()
+router = APIRouter(route_class=StrictJsonRoute)
 TenantDep = Annotated[Tenant, Depends(current_tenant)]
 log = structlog.get_logger("askgate.api")
 

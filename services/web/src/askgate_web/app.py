@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -11,15 +10,19 @@ from pathlib import Path
 import orjson
 import structlog
 from askgate import health
+from askgate.asgi import BodyLimit
 from askgate.conn import connect
 from askgate.errors import AskgateError
 from askgate.i18n import t
+from askgate.models import describe_errors
 from askgate.settings import Settings
 from askgate.store import Store
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
 from redis.exceptions import RedisError
+from starlette.exceptions import HTTPException
 
 from askgate_web import inbound, render
 from askgate_web.config import READ_BLOCK_MS, SERVICE
@@ -27,6 +30,8 @@ from askgate_web.worker import Hub
 
 log = structlog.get_logger("askgate.web")
 STATIC = Path(__file__).parent / "static"
+# How long a stopping service waits for its reader and health tasks to end.
+STOP_GRACE_S = 1.0
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -52,9 +57,19 @@ def create_app(settings: Settings) -> FastAPI:
             stop.set()
             for task in tasks:
                 task.cancel()
+            _, pending = await asyncio.wait(tasks, timeout=STOP_GRACE_S)
+            if pending:
+                # redis-py can swallow a cancel that lands inside a blocking XREAD's read
+                # timeout and keep reading; dropping the connection ends the read, and a
+                # second cancel then stops the task.
+                await reader.aclose()
+                for task in pending:
+                    task.cancel()
+                await asyncio.wait(pending, timeout=STOP_GRACE_S)
             for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+                if task.done() and not task.cancelled() and task.exception():
+                    log.warning("web.task_failed", task=task.get_name(),
+                                error=str(task.exception()))
             await reader.aclose()
             await redis.aclose()
             log.info("web.stopped")
@@ -80,11 +95,37 @@ def create_app(settings: Settings) -> FastAPI:
         log.warning("web.redis_unavailable", error=str(exc))
         return _error("Redis is unreachable; nothing was changed. Retry shortly.", 503)
 
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> Response:
+        return _error("; ".join(describe_errors(list(exc.errors()))), 422)
+
+    @app.exception_handler(HTTPException)
+    async def _http(request: Request, exc: HTTPException) -> Response:
+        # The page's API answers in its own JSON shape; anything else is plain text.
+        message = "not found" if exc.status_code == 404 else str(exc.detail)
+        if request.url.path.startswith("/api/"):
+            response = _error(message, exc.status_code)
+        else:
+            response = PlainTextResponse(message, exc.status_code, headers=inbound.PRIVATE)
+        for name, value in (exc.headers or {}).items():
+            response.headers[name] = value
+        return response
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception) -> Response:
+        log.exception("web.unexpected_error", error_type=type(exc).__name__)
+        return _error("internal error; it was logged", 500)
+
     app.include_router(inbound.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.add_middleware(BodyLimit, max_bytes=settings.body_max_bytes, render=_error_body)
     return app
 
 
+def _error_body(_: int, message: str) -> bytes:
+    return orjson.dumps({"ok": False, "message": message})
+
+
 def _error(message: str, status: int) -> Response:
-    return Response(orjson.dumps({"ok": False, "message": message}), status,
-                    media_type="application/json", headers=inbound.PRIVATE)
+    return Response(_error_body(status, message), status, media_type="application/json",
+                    headers=inbound.PRIVATE)

@@ -16,6 +16,7 @@ import orjson
 import structlog
 from askgate.errors import AlreadyFinal, IncompleteAnswer, NotFound, ValidationFailed
 from askgate.i18n import t
+from askgate.models import FREE_TEXT_MAX
 from askgate.record import Record
 from askgate.signing import verify_session_link
 from askgate.status import Reason
@@ -25,6 +26,7 @@ from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response, StreamingResponse
 
 from askgate_web import render
+from askgate_web.bodies import StrictJsonRoute
 from askgate_web.config import (
     HEARTBEAT_S,
     RESPONDER,
@@ -35,7 +37,7 @@ from askgate_web.config import (
 from askgate_web.worker import Hub
 
 log = structlog.get_logger("askgate.web")
-router = APIRouter()
+router = APIRouter(route_class=StrictJsonRoute)
 
 # The link is a bearer capability: keep it out of caches and Referer headers.
 PRIVATE = {
@@ -203,7 +205,9 @@ async def skip(
 
 @router.post("/api/reply")
 async def reply(
-    request: Request, link: ApiLink, text: Annotated[str, Body(embed=True, max_length=4000)]
+    request: Request,
+    link: ApiLink,
+    text: Annotated[str, Body(embed=True, max_length=FREE_TEXT_MAX)],
 ) -> Response:
     """The composer: a plain-text reply, read by the same parser as every channel."""
     store = _store(request)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from askgate.i18n import t
-from askgate.models import RECOMMENDED, QuestionIn
+from askgate.models import FREE_TEXT_MAX, RECOMMENDED, QuestionIn
 from askgate.record import Record
 from askgate.render import summary_text
 from askgate.status import Status
@@ -23,6 +23,8 @@ ENV = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
+# The composer and every "Other…" box stop where the server would refuse (one limit).
+ENV.globals["free_text_max"] = FREE_TEXT_MAX
 
 
 @dataclass(frozen=True)
