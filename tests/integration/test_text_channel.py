@@ -15,11 +15,12 @@ import httpx
 import pytest
 from askgate import keys
 from askgate.redis_server import RedisProcess
+from askgate.settings import Settings
 from askgate_text.__main__ import serve
 from askgate_text.config import TextSettings
 from redis.asyncio import Redis
 
-from tests.conftest import SECRET, Tenant, ask_body
+from tests.conftest import SECRET, Tenant, ask_body, make_settings
 from tests.integration.http_receiver import Receiver, Reply
 
 TWO_QUESTIONS = [
@@ -30,6 +31,14 @@ TWO_QUESTIONS = [
 ]
 
 StartWorker = Callable[..., Awaitable[None]]
+# The fake platform listens on 127.0.0.1, which the outbound policy refuses unless opened.
+LOCAL = "127.0.0.0/8"
+
+
+@pytest.fixture
+def settings(redis_server: RedisProcess) -> Settings:
+    """The API's settings with the local platform's range opened."""
+    return make_settings(redis_server.url, outbound_allow=LOCAL)
 
 
 @pytest.fixture
@@ -47,6 +56,7 @@ async def text_worker(redis_server: RedisProcess, redis: Redis) -> AsyncIterator
     async def start(**overrides: Any) -> None:
         values: dict[str, Any] = {
             "redis_url": redis_server.url, "secret_key": SECRET, "timeout_min_s": 1,
+            "outbound_allow": LOCAL,
             "delivery_backoff_s": 0.01, "consumer_block_ms": 50, **overrides,
         }
         tasks.append(asyncio.create_task(serve(TextSettings(**values), stop)))

@@ -19,6 +19,7 @@ import orjson
 import pytest
 from askgate import keys
 from askgate.redis_server import RedisProcess
+from askgate.settings import Settings
 from askgate_webhooks.config import WebhookSettings
 from askgate_webhooks.dead import list_dead
 from askgate_webhooks.jobs import attempt_delivery
@@ -27,10 +28,13 @@ from redis import Redis as SyncRedis
 from redis.asyncio import Redis
 from rq import Queue
 
-from tests.conftest import Tenant, ask_body
+from tests.conftest import Tenant, ask_body, make_settings
 from tests.integration.http_receiver import Receiver, Reply
 
+# The receivers listen on 127.0.0.1, which the outbound policy refuses unless opened.
+LOCAL = "127.0.0.0/8"
 SERVICE_ENV = {
+    "ASKGATE_OUTBOUND_ALLOW": LOCAL,
     "ASKGATE_WEBHOOK_MAX_ATTEMPTS": "3",
     "ASKGATE_WEBHOOK_BACKOFF_S": "0.01",
     "ASKGATE_WEBHOOK_TIMEOUT_S": "5",
@@ -38,6 +42,12 @@ SERVICE_ENV = {
     "ASKGATE_CONSUMER_BLOCK_MS": "100",
     "ASKGATE_LOG_LEVEL": "warning",
 }
+
+
+@pytest.fixture
+def settings(redis_server: RedisProcess) -> Settings:
+    """The API's settings with the local receivers' range opened."""
+    return make_settings(redis_server.url, outbound_allow=LOCAL)
 
 
 @pytest.fixture
@@ -203,12 +213,13 @@ async def test_unreachable_receiver_is_retried(
     with Receiver() as closed:
         url = closed.url  # the port is free again once the receiver is closed
     qid = await ask_and_answer(app_client, tenant, url)
-    settings = WebhookSettings(redis_url=redis_server.url, webhook_max_attempts=3)
+    settings = WebhookSettings(redis_url=redis_server.url, webhook_max_attempts=3,
+                               outbound_allow=LOCAL)
     WebhookEnqueuer(sync_redis, settings).start(qid)
     assert await asyncio.to_thread(attempt_delivery, sync_redis, settings, qid, 1) == "retry"
     hook = (await app_client.get(f"/v1/questions/{qid}", headers=tenant.headers)).json()["webhook"]
     assert hook["status"] == "pending" and hook["next_attempt_at"]
-    assert "connection error" in hook["attempts"][0]["error"]
+    assert hook["attempts"][0]["error"] == "connection failed"
 
 
 async def test_reprocessed_entry_enqueues_once(
@@ -217,7 +228,8 @@ async def test_reprocessed_entry_enqueues_once(
 ) -> None:
     """Handling the same resolved event twice enqueues one job."""
     qid = await ask_and_answer(app_client, tenant, receiver.url)
-    enqueuer = WebhookEnqueuer(sync_redis, WebhookSettings(redis_url=redis_server.url))
+    settings = WebhookSettings(redis_url=redis_server.url, outbound_allow=LOCAL)
+    enqueuer = WebhookEnqueuer(sync_redis, settings)
     enqueuer.start(qid)
     enqueuer.start(qid)
     queue = Queue(keys.WEBHOOK_QUEUE, connection=sync_redis)
@@ -230,7 +242,7 @@ async def test_attempt_runs_once(
 ) -> None:
     """A job that RQ runs twice posts once: the second run finds the attempt claimed."""
     qid = await ask_and_answer(app_client, tenant, receiver.url)
-    settings = WebhookSettings(redis_url=redis_server.url)
+    settings = WebhookSettings(redis_url=redis_server.url, outbound_allow=LOCAL)
     WebhookEnqueuer(sync_redis, settings).start(qid)
     first = await asyncio.to_thread(attempt_delivery, sync_redis, settings, qid, 1)
     second = await asyncio.to_thread(attempt_delivery, sync_redis, settings, qid, 1)

@@ -95,6 +95,23 @@ async def _tenant_channel(tenant_id: str, channel: str, pairs: list[str]) -> int
     return 0
 
 
+async def _tenant_outbound(tenant_id: str, cidrs: str) -> int:
+    redis = client()
+    try:
+        nets = await tenants.set_outbound_allow(redis, tenant_id, "" if cidrs == "none" else cidrs)
+    except ValueError as exc:
+        print(f"askgate tenant outbound: {exc}", file=sys.stderr)
+        return 2
+    except KeyError:
+        print(f"no tenant {tenant_id}", file=sys.stderr)
+        return 1
+    finally:
+        await redis.aclose()
+    allowed = ", ".join(nets) if nets else "public addresses only"
+    print(f"{tenant_id}: outbound URLs may reach {allowed}", file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="askgate", description="askgate administration")
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -111,6 +128,11 @@ def main(argv: list[str] | None = None) -> None:
     ch.add_argument("tenant_id")
     ch.add_argument("channel", help="telegram, slack, discord, …")
     ch.add_argument("settings", nargs="+", help="key=value, e.g. bot_token=123:ABC")
+    out = tsub.add_parser(
+        "outbound", help="ranges this tenant's callback and text URLs may reach beyond the "
+        "public internet (replaces the list; 'none' clears it)")
+    out.add_argument("tenant_id")
+    out.add_argument("cidrs", help="comma-separated CIDRs, e.g. 10.1.0.0/16,fd00::/8, or none")
     run = sub.add_parser("run", help="start the whole stack (Redis if REDIS_URL is unset)")
     run.add_argument("--no-redis", action="store_true", help="never start an embedded Redis")
     args = parser.parse_args(argv)
@@ -126,6 +148,8 @@ def main(argv: list[str] | None = None) -> None:
             code = asyncio.run(_tenant_list())
         elif args.tcmd == "key":
             code = asyncio.run(_tenant_key(args.tenant_id))
+        elif args.tcmd == "outbound":
+            code = asyncio.run(_tenant_outbound(args.tenant_id, args.cidrs))
         else:
             code = asyncio.run(_tenant_channel(args.tenant_id, args.channel, args.settings))
     except ConfigError as exc:

@@ -1,9 +1,14 @@
-"""Outgoing signed POSTs (webhooks, the plain-text channel): the headers, and what an
-answer means for a retry. The HTTP client itself belongs to each service (sync in RQ
-jobs, async in stream workers).
+"""Outgoing signed POSTs (webhooks, the plain-text channel): the headers, the POST to a
+checked address (askgate.netguard), and what an answer means for a retry. The HTTP
+client itself belongs to each service (sync in RQ jobs, async in stream workers) and
+never follows redirects.
 
 Signature: `X-Askgate-Signature: v1=<hex HMAC-SHA256(secret, f"{timestamp}." + body)>`
 with `X-Askgate-Timestamp: <unix seconds>` (`askgate.signing.webhook_signature`).
+
+A tenant sees only a coarse class of failure (`timeout`, `connection failed`, `HTTP 503`,
+`refused: address not allowed`) in `webhook.attempts` and `deliveries`: the raw error
+would tell what answers inside the network. The raw error goes to the service's log.
 """
 
 from __future__ import annotations
@@ -12,7 +17,15 @@ import time
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
+import httpx
+import structlog
+
+from askgate import netguard
 from askgate.signing import webhook_signature
+
+log = structlog.get_logger("askgate.outbound")
+TIMEOUT = "timeout"
+CONNECTION_FAILED = "connection failed"
 
 
 @dataclass(frozen=True)
@@ -65,9 +78,73 @@ def classify(status_code: int, retry_after: str | None = None) -> Outcome:
 
 
 def timed_out(exc: Exception) -> Outcome:
-    return Outcome(ok=False, retry=True, error=f"timeout: {type(exc).__name__}")
+    return Outcome(ok=False, retry=True, error=TIMEOUT)
 
 
 def unreachable(exc: Exception) -> Outcome:
-    return Outcome(ok=False, retry=True,
-                   error=f"connection error: {str(exc) or type(exc).__name__}")
+    return Outcome(ok=False, retry=True, error=CONNECTION_FAILED)
+
+
+def refused() -> Outcome:
+    """The URL's host is (now) an address the policy refuses: not worth a retry."""
+    return Outcome(ok=False, retry=False, error=netguard.REFUSED)
+
+
+def _failed(url: str, exc: Exception) -> Outcome:
+    log.info("outbound.failed", host=httpx.URL(url).host, error_type=type(exc).__name__,
+             error=str(exc))
+    return timed_out(exc) if isinstance(exc, httpx.TimeoutException) else unreachable(exc)
+
+
+def _refused(url: str, exc: netguard.Refused) -> Outcome:
+    log.warning("outbound.refused", host=httpx.URL(url).host, detail=exc.detail)
+    return refused()
+
+
+def post_sync(client: httpx.Client, url: str, headers: dict[str, str], body: bytes,
+              policy: netguard.Policy, resolver: netguard.SyncResolver) -> Outcome:
+    """POST to `url`, re-checked now and connected to a checked address (the next one
+    when a connection fails); the outcome of the last try."""
+    try:
+        target = netguard.check_sync(url, policy, resolver)
+    except netguard.Refused as exc:
+        return _refused(url, exc)
+    except netguard.Unresolved as exc:
+        return _failed(url, exc)
+    outcome = Outcome(ok=False, retry=True, error=CONNECTION_FAILED)
+    for address in target.addresses:
+        pinned, host, extensions = target.pinned(address)
+        try:
+            response = client.post(pinned, content=body, headers={**headers, **host},
+                                   extensions=extensions)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            outcome = _failed(url, exc)
+            continue
+        except httpx.TransportError as exc:
+            return _failed(url, exc)
+        return classify(response.status_code, response.headers.get("Retry-After"))
+    return outcome
+
+
+async def post_async(client: httpx.AsyncClient, url: str, headers: dict[str, str], body: bytes,
+                     policy: netguard.Policy, resolver: netguard.Resolver) -> Outcome:
+    """`post_sync` for asyncio code (the channel workers)."""
+    try:
+        target = await netguard.check(url, policy, resolver)
+    except netguard.Refused as exc:
+        return _refused(url, exc)
+    except netguard.Unresolved as exc:
+        return _failed(url, exc)
+    outcome = Outcome(ok=False, retry=True, error=CONNECTION_FAILED)
+    for address in target.addresses:
+        pinned, host, extensions = target.pinned(address)
+        try:
+            response = await client.post(pinned, content=body, headers={**headers, **host},
+                                         extensions=extensions)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            outcome = _failed(url, exc)
+            continue
+        except httpx.TransportError as exc:
+            return _failed(url, exc)
+        return classify(response.status_code, response.headers.get("Retry-After"))
+    return outcome

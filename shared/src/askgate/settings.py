@@ -9,10 +9,11 @@ from __future__ import annotations
 from typing import Self, TypeVar
 from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, Field, ValidationError, model_validator
+from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from askgate.errors import ConfigError
+from askgate.netguard import Policy, parse_cidrs
 
 
 class Settings(BaseSettings):
@@ -60,8 +61,22 @@ class Settings(BaseSettings):
     # non-ASCII character \u-escaped; free text is bounded anyway (models.FREE_TEXT_MAX).
     body_max_bytes: int = Field(128 * 1024, ge=4096)
 
+    # Ranges askgate may POST tenants' URLs to although they are not public addresses
+    # (comma-separated CIDRs, e.g. 10.0.0.0/8,fd00::/8). Empty: public addresses only.
+    outbound_allow: str = ""
+
     log_level: str = Field("info", pattern=r"^(?i:debug|info|warning|error)$")
     log_json: bool = False
+
+    @field_validator("outbound_allow")
+    @classmethod
+    def _cidrs(cls, v: str) -> str:
+        parse_cidrs(v)  # a ValueError here names the bad entry
+        return v
+
+    def outbound_policy(self) -> Policy:
+        """The operator's outbound policy (askgate.netguard); tenants may add ranges."""
+        return Policy(parse_cidrs(self.outbound_allow))
 
     @model_validator(mode="after")
     def _timeouts_ordered(self) -> Self:

@@ -19,6 +19,7 @@ from redis import Redis as SyncRedis
 from redis.asyncio import Redis
 
 from askgate import keys
+from askgate.netguard import parse_cidrs
 from askgate.timeutil import now_ms
 
 
@@ -30,6 +31,8 @@ class Tenant:
     max_pending: int | None = None
     asks_per_s: int | None = None
     channels: dict[str, Any] | None = None
+    # Non-public ranges this tenant's URLs may reach (askgate.netguard), as CIDR text.
+    outbound_allow: tuple[str, ...] = ()
 
 
 def hash_key(api_key: str) -> str:
@@ -93,6 +96,7 @@ async def load_tenant(redis: Redis, tenant_id: str) -> Tenant | None:
         max_pending=int(f["max_pending"]) if f.get("max_pending") else None,
         asks_per_s=int(f["asks_per_s"]) if f.get("asks_per_s") else None,
         channels=orjson.loads(f["channels"]) if f.get("channels") else None,
+        outbound_allow=tuple(c for c in f.get("outbound_allow", "").split(",") if c),
     )
 
 
@@ -116,10 +120,30 @@ async def set_channel_config(
     await redis.hset(record, "channels", orjson.dumps(channels))
 
 
+async def set_outbound_allow(redis: Redis, tenant_id: str, cidrs: str) -> tuple[str, ...]:
+    """Replace the tenant's outbound allow-list ('' clears it). ValueError names a bad CIDR,
+    KeyError an unknown tenant. Returns the normalised ranges."""
+    nets = tuple(str(n) for n in parse_cidrs(cidrs))
+    record = await _record_key(redis, tenant_id)
+    if record is None:
+        raise KeyError(tenant_id)
+    if nets:
+        await redis.hset(record, "outbound_allow", ",".join(nets))
+    else:
+        await redis.hdel(record, "outbound_allow")
+    return nets
+
+
 def webhook_secret(redis: SyncRedis, tenant_id: str) -> str | None:
     """The tenant's webhook secret, read by a blocking client (the RQ jobs)."""
+    return webhook_settings(redis, tenant_id)[0]
+
+
+def webhook_settings(redis: SyncRedis, tenant_id: str) -> tuple[str | None, str]:
+    """The tenant's webhook secret (None: no such tenant) and its outbound allow-list
+    (CIDRs, comma-separated), read by a blocking client (the RQ jobs)."""
     for key in (keys.tenant(tenant_id), keys.tenant_legacy(tenant_id)):
-        raw = redis.hget(key, "webhook_secret")
-        if isinstance(raw, bytes):
-            return raw.decode()
-    return None
+        secret, allow = redis.hmget(key, ["webhook_secret", "outbound_allow"])
+        if isinstance(secret, bytes):
+            return secret.decode(), allow.decode() if isinstance(allow, bytes) else ""
+    return None, ""

@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 import structlog
+from askgate import netguard
 from askgate.asgi import BodyLimit
 from askgate.conn import connect, connect_pubsub
 from askgate.errors import AskgateError, HttpError, ValidationFailed
@@ -25,6 +26,7 @@ from askgate_api import routes
 from askgate_api.auth import TenantCache
 from askgate_api.fastpath import ASK_PATH, WAIT_PATH, serve_ask, serve_wait
 from askgate_api.liveness import Liveness
+from askgate_api.outbound import OutboundCheck
 from askgate_api.responses import error_response, redis_unavailable
 from askgate_api.waiters import Hub
 
@@ -63,7 +65,9 @@ class AskgateAPI(FastAPI):
         await super().__call__(scope, receive, send)
 
 
-def create_app(settings: Settings) -> FastAPI:
+def create_app(settings: Settings, resolver: netguard.Resolver | None = None) -> FastAPI:
+    """The API. `resolver` looks up the hosts of outbound URLs (the machine's resolver
+    unless a test gives its own)."""
     settings.require_secret()
 
     @asynccontextmanager
@@ -94,6 +98,8 @@ def create_app(settings: Settings) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.settings = settings
+    app.state.outbound = OutboundCheck(settings.outbound_policy(),
+                                       resolver or netguard.system_resolver)
 
     @app.exception_handler(AskgateError)
     async def _askgate_error(_: Request, exc: AskgateError) -> Response:

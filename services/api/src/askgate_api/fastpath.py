@@ -34,6 +34,7 @@ from redis.exceptions import RedisError
 
 from askgate_api.liveness import Liveness
 from askgate_api.metrics import ASKS, WAITERS
+from askgate_api.outbound import OutboundCheck
 from askgate_api.responses import error_response, redis_unavailable, resource
 from askgate_api.waiters import WAIT_MAX_S, wait_final
 
@@ -122,7 +123,8 @@ async def serve_ask(app: Any, scope: Scope, receive: Receive, send: Send) -> Non
         except ValidationError as exc:
             lines = validation_message(exc)
             raise ValidationFailed("; ".join(lines), lines) from None
-        rec, created = await create_ask(state.store, tenant, ask, state.liveness)
+        rec, created = await create_ask(state.store, tenant, ask, state.liveness,
+                                        state.outbound)
         body = orjson.dumps(resource(state.settings, rec))
     except AskgateError as exc:
         return await _fail(send, exc)
@@ -132,15 +134,16 @@ async def serve_ask(app: Any, scope: Scope, receive: Receive, send: Send) -> Non
 
 
 async def create_ask(store: Store, tenant: Tenant, ask: QuestionCreate,
-                     liveness: Liveness) -> tuple[Record, bool]:
-    """The ask's rules beyond its shape (primary only, someone able to show it,
-    quotas), then the store."""
+                     liveness: Liveness, outbound: OutboundCheck) -> tuple[Record, bool]:
+    """The ask's rules beyond its shape (primary only, outbound URLs, someone able to
+    show it, quotas), then the store."""
     if not ask.primary:
         ASKS.labels("not_primary").inc()
         raise NotPrimary(
             "asks from subagents or other non-primary runs are refused; only the main "
             "session may ask the user (send primary: true from the main session)"
         )
+    await outbound.check_ask(tenant, ask)
     dead = await dead_channels(ask, liveness)
     rec, created = await store.create(
         tenant.id, ask, max_pending=tenant.max_pending, asks_per_s=tenant.asks_per_s,

@@ -94,7 +94,7 @@ def _count_final(rec: Record) -> None:
 async def ask(request: Request, tenant: TenantDep, body: QuestionCreate) -> Response:
     # Served by fastpath.serve_ask; this route documents it and serves any stray match.
     rec, created = await create_ask(_store(request), tenant, body,
-                                    request.app.state.liveness)
+                                    request.app.state.liveness, request.app.state.outbound)
     return _resource(request, rec, 201 if created else 200)
 
 

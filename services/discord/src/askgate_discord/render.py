@@ -20,9 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from askgate.answers import FREE_TEXT_MAX
 from askgate.i18n import t
-from askgate.models import RECOMMENDED, QuestionIn
+from askgate.models import FREE_TEXT_MAX, RECOMMENDED, QuestionIn
 from askgate.record import Record
 from askgate.render import summary_text
 

@@ -22,7 +22,7 @@ SERVICE = "text"
 
 async def serve(settings: TextSettings, stop: asyncio.Event) -> None:
     service = ChannelService(SERVICE, settings)
-    client = TextClient(settings)
+    client = TextClient(settings, service.redis)
     service.use(TextAdapter(service.redis, client))
     await service.start()
     try:

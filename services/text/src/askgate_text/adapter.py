@@ -44,10 +44,12 @@ class TextAdapter:
     async def send_prompt(self, rec: Record, index: int, target: Target) -> SentPrompt:
         url = self.destination(rec, target)
         status = await self.client.post(url, await self._secret(rec.tenant),
-                                        question_payload(rec), f"{rec.id}:{index}:question")
+                                        question_payload(rec), f"{rec.id}:{index}:question",
+                                        tenant=rec.tenant)
         return SentPrompt(ref={"status_code": status})
 
     async def finalise(self, rec: Record, index: int, target: Target,
                        ref: dict[str, Any]) -> None:
         await self.client.post(self.destination(rec, target), await self._secret(rec.tenant),
-                               summary_payload(rec), f"{rec.id}:{index}:summary")
+                               summary_payload(rec), f"{rec.id}:{index}:summary",
+                               tenant=rec.tenant)

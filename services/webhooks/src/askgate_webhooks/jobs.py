@@ -16,12 +16,12 @@ from typing import Any
 import httpx
 import orjson
 import structlog
-from askgate import keys
+from askgate import keys, netguard
 from askgate.conn import SyncClient, connect_sync
 from askgate.outbound import Outcome
 from askgate.record import record_from
 from askgate.settings import load
-from askgate.tenants import webhook_secret
+from askgate.tenants import webhook_settings
 from askgate.timeutil import iso, now_ms
 from redis import Redis
 from rq import Queue, get_current_job
@@ -39,12 +39,15 @@ _settings: WebhookSettings | None = None
 _client: httpx.Client | None = None
 # The questions' Redis when it is not RQ's own (a cluster): one client per process and URL.
 _stores: dict[str, SyncClient] = {}
+_resolver: netguard.SyncResolver = netguard.system_resolver_sync
 
 
-def configure(settings: WebhookSettings) -> None:
+def configure(settings: WebhookSettings,
+              resolver: netguard.SyncResolver = netguard.system_resolver_sync) -> None:
     """The worker process sets its settings once; a bare `rq worker` loads them lazily."""
-    global _settings
+    global _settings, _resolver
     _settings = settings
+    _resolver = resolver
 
 
 def settings() -> WebhookSettings:
@@ -120,9 +123,10 @@ def deliver(question_id: str, attempt: int) -> str:
 
 
 def attempt_delivery(redis: SyncClient, s: WebhookSettings, question_id: str, attempt: int,
-                     *, jobs_redis: Redis | None = None) -> str:
+                     *, jobs_redis: Redis | None = None,
+                     resolver: netguard.SyncResolver | None = None) -> str:
     """Run attempt n: `redis` holds the question, `jobs_redis` (default: the same) RQ's
-    queue for the retry."""
+    queue for the retry; `resolver` looks up the callback's host (the machine's)."""
     state = WebhookState(redis, s.webhook_dead_maxlen)
     bound = log.bind(question_id=question_id, attempt=attempt)
     if not state.claim(question_id, attempt):
@@ -137,12 +141,14 @@ def attempt_delivery(redis: SyncClient, s: WebhookSettings, question_id: str, at
         return "skipped"
     bound = bound.bind(tenant=rec.f.get("tenant"))
     url = rec.f.get("callback", "")
-    secret = webhook_secret(redis, rec.f.get("tenant", ""))
+    secret, allow = webhook_settings(redis, rec.f.get("tenant", ""))
     if secret is None:
         outcome = Outcome(ok=False, retry=False, error="tenant not found")
     else:
+        policy = s.outbound_policy().with_allowed(netguard.parse_cidrs(allow))
         outcome = post(http_client(s), url, secret, result_body(rec),
-                       {"X-Askgate-Attempt": str(attempt)})
+                       {"X-Askgate-Attempt": str(attempt)}, policy=policy,
+                       resolver=resolver or _resolver)
 
     doc: dict[str, Any] = orjson.loads(rec.f["webhook"]) if rec.f.get("webhook") else {}
     entry: dict[str, Any] = {"at": iso(now_ms())}
