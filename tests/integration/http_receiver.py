@@ -31,9 +31,14 @@ class Reply:
 
 
 class Receiver:
-    def __init__(self, script: list[Reply] | None = None, default: Reply | None = None) -> None:
+    """`gate`: while it is not set, every request is recorded and then held unanswered (a
+    slow receiver); setting it answers them."""
+
+    def __init__(self, script: list[Reply] | None = None, default: Reply | None = None,
+                 gate: threading.Event | None = None) -> None:
         self.script = list(script or [])
         self.default = default or Reply()
+        self.gate = gate
         self.received: list[Received] = []
         self._lock = threading.Lock()
         receiver = self
@@ -46,12 +51,17 @@ class Receiver:
                         Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                     )
                     reply = receiver.script.pop(0) if receiver.script else receiver.default
-                self.send_response(reply.status)
-                for k, v in reply.headers.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", "2")
-                self.end_headers()
-                self.wfile.write(b"{}")
+                if receiver.gate is not None:
+                    receiver.gate.wait(60)
+                try:
+                    self.send_response(reply.status)
+                    for k, v in reply.headers.items():
+                        self.send_header(k, v)
+                    self.send_header("Content-Length", "2")
+                    self.end_headers()
+                    self.wfile.write(b"{}")
+                except OSError:  # the sender is gone (killed mid-request)
+                    pass
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
@@ -74,6 +84,8 @@ class Receiver:
         return self.received[:n]
 
     def close(self) -> None:
+        if self.gate is not None:
+            self.gate.set()
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=5)

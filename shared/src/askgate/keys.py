@@ -114,6 +114,13 @@ def all_webhook_dead() -> list[str]:
     return [webhook_dead(s) for s in range(SHARDS)]
 
 
+def webhook_due(shard: int) -> str:
+    """ZSET of a shard's unfinished webhook deliveries, scored by when their next step
+    (a claimed attempt's end, a scheduled attempt's start) is overdue (ms): what the
+    webhooks service's reaper reads to retry what a dead worker abandoned."""
+    return f"{tag(shard)}:webhooks:due"
+
+
 # -- tenants: a tenant's own keys share its tag `{t:<tenant>}` (one slot), so it is
 # created in one transaction; the API-key lookup and the list of tenants stand alone. --
 

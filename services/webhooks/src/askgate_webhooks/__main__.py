@@ -8,7 +8,9 @@ forking a work horse per job buys nothing); one of them also runs RQ's scheduler
 starts the delayed retries. RQ workers are synchronous and own their process's signals,
 hence processes, not threads. A stop signal reaches the parent, which stops consuming and
 sends each child one SIGTERM (RQ's warm shutdown: the running attempt finishes); a child
-that dies is restarted. The roles also run apart (`consumer`, `worker`) to scale them
+that dies is restarted. Beside the consumer runs the reaper (reaper.py), which retries an
+attempt whose worker died mid-POST (kill -9) and re-enqueues a retry whose job was lost.
+The roles also run apart (`consumer` with the reaper, `worker`) to scale them
 separately. `dead` lists the deliveries that gave up; `--check` is the liveness probe.
 
 Two Redis: the questions live on REDIS_URL (one Redis or a cluster), RQ's queues on
@@ -40,6 +42,7 @@ from askgate.settings import load
 from askgate_webhooks import jobs
 from askgate_webhooks.config import WebhookSettings
 from askgate_webhooks.dead import list_dead
+from askgate_webhooks.reaper import reap_forever
 from askgate_webhooks.worker import CHANNEL, WebhookEnqueuer
 
 SERVICE = "webhooks"
@@ -68,17 +71,26 @@ async def supervise_worker(settings: WebhookSettings, stop: asyncio.Event, index
             with contextlib.suppress(ProcessLookupError):
                 proc.send_signal(signal.SIGTERM)
             try:
-                await asyncio.wait_for(exited, settings.webhook_timeout_s + 5)
+                await asyncio.wait_for(exited, jobs.job_timeout_s(settings) + 5)
             except TimeoutError:
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()
                 await proc.wait()
+            _kill_group(proc.pid)
             log.info("webhooks.worker_stopped", index=index, pid=proc.pid)
             return
         stopping.cancel()
+        _kill_group(proc.pid)
         log.error("webhooks.worker_exited", index=index, pid=proc.pid, code=proc.returncode)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), RESTART_DELAY_S)
+
+
+def _kill_group(pgid: int) -> None:
+    """What a dead worker leaves behind: RQ forks its scheduler into the worker's process
+    group, and a worker killed hard does not stop it."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
 
 
 async def serve(settings: WebhookSettings, stop: asyncio.Event, *, workers: int) -> None:
@@ -95,6 +107,7 @@ async def serve(settings: WebhookSettings, stop: asyncio.Event, *, workers: int)
     try:
         await asyncio.gather(
             consumer.run(stop),
+            reap_forever(sync_redis, settings, stop, jobs_redis=jobs_redis),
             health.beat_forever(redis, SERVICE, stop),
             *(supervise_worker(settings, stop, i) for i in range(workers)),
         )
@@ -148,7 +161,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--check", action="store_true", help="liveness probe: exit 0 if alive")
     sub = parser.add_subparsers(dest="role")
     sub.add_parser("run", help="consumer and RQ workers (the default)")
-    sub.add_parser("consumer", help="only the stream consumer that enqueues jobs")
+    sub.add_parser("consumer", help="only the stream consumer that enqueues jobs, and the "
+                   "reaper that retries what dead workers abandoned")
     sub.add_parser("worker", help="only one RQ worker (with the retry scheduler)")
     dead = sub.add_parser("dead", help="list dead letters as JSON lines, newest first")
     dead.add_argument("--tenant", default=None, help="only this tenant's")

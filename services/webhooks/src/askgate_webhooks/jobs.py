@@ -1,15 +1,21 @@
 """The RQ job: one delivery attempt of a final result to its callback_url.
 
-Attempt n claims itself on the question (`state.WebhookState.claim`), POSTs the signed
-body, records the outcome in the question's `webhook` field, and then either stops
-(delivered; or a permanent failure / the last attempt, which is also written to the
-dead-letter stream) or schedules attempt n+1 after the backoff with RQ's scheduler.
-Job ids are deterministic (`webhook-<question id>-<n>`) and enqueued unique, so one
-attempt is one job.
+Attempt n claims itself on the question with a lease (`state.WebhookState.claim`),
+POSTs the signed body, records the outcome in the question's `webhook` field, and then
+either stops (delivered; or a permanent failure / the last attempt, which is also written
+to the dead-letter stream) or schedules attempt n+1 after the backoff with RQ's
+scheduler. Job ids are deterministic (`webhook-<question id>-<n>`) and enqueued unique,
+so one attempt is one job; the reaper (reaper.py) enqueues a job again only when the one
+that should have run is gone, and the claim keeps any duplicate from posting.
+
+RQ stops a job after `job_timeout_s`; the lease outlives that by LEASE_SLACK_S, so a
+lease that runs out means the worker is gone (killed, lost its host), not slow.
 """
 
 from __future__ import annotations
 
+import math
+import secrets
 from datetime import timedelta
 from typing import Any
 
@@ -30,7 +36,7 @@ from rq.exceptions import DuplicateJobError
 from askgate_webhooks.client import post
 from askgate_webhooks.config import WebhookSettings
 from askgate_webhooks.render import result_body
-from askgate_webhooks.state import WebhookState
+from askgate_webhooks.state import WebhookState, new_lease
 
 log = structlog.get_logger("askgate.webhooks")
 
@@ -80,8 +86,23 @@ def close_stores() -> None:
         _stores.popitem()[1].close()
 
 
+# Beyond RQ's job timeout, how long a claimed attempt's lease lasts before the reaper
+# treats its worker as dead (Redis round trips, a clock a little off between hosts).
+LEASE_SLACK_S = 3
+
+
 def job_id(question_id: str, attempt: int) -> str:
     return f"webhook-{question_id}-{attempt}"
+
+
+def job_timeout_s(s: WebhookSettings) -> int:
+    """How long RQ lets one attempt run: resolve, connect, send and read each get up to
+    webhook_timeout_s from httpx; twice that plus a little covers a slow but honest one."""
+    return math.ceil(s.webhook_timeout_s * 2) + 2
+
+
+def lease_ms(s: WebhookSettings) -> int:
+    return (job_timeout_s(s) + LEASE_SLACK_S) * 1000
 
 
 def backoff_s(s: WebhookSettings, attempt: int, outcome: Outcome) -> float:
@@ -92,13 +113,16 @@ def backoff_s(s: WebhookSettings, attempt: int, outcome: Outcome) -> float:
 
 
 def enqueue(redis: Redis, s: WebhookSettings, question_id: str, attempt: int,
-            delay_s: float = 0.0) -> bool:
-    """Enqueue attempt n (after delay_s); False when that job already exists."""
+            delay_s: float = 0.0, *, fresh_id: bool = False) -> bool:
+    """Enqueue attempt n (after delay_s) on RQ's Redis; False when that job already
+    exists. fresh_id: under a new id, for when the job of that id is stuck (its worker
+    died with it)."""
     queue = Queue(keys.WEBHOOK_QUEUE, connection=redis)
+    jid = job_id(question_id, attempt)
     opts: dict[str, Any] = {
-        "job_id": job_id(question_id, attempt),
+        "job_id": f"{jid}-{secrets.token_hex(4)}" if fresh_id else jid,
         "unique": True,
-        "job_timeout": int(s.webhook_timeout_s) + 30,
+        "job_timeout": job_timeout_s(s),
         "result_ttl": 3600,
         "failure_ttl": 7 * 86400,
         "description": f"webhook {question_id} attempt {attempt}",
@@ -129,7 +153,9 @@ def attempt_delivery(redis: SyncClient, s: WebhookSettings, question_id: str, at
     queue for the retry; `resolver` looks up the callback's host (the machine's)."""
     state = WebhookState(redis, s.webhook_dead_maxlen)
     bound = log.bind(question_id=question_id, attempt=attempt)
-    if not state.claim(question_id, attempt):
+    until = now_ms() + lease_ms(s)
+    lease = new_lease(until)
+    if not state.claim(question_id, attempt, lease, until):
         bound.info("webhook.skipped", why="already attempted or question gone")
         return "skipped"
     pipe = redis.pipeline(transaction=False)
@@ -150,21 +176,35 @@ def attempt_delivery(redis: SyncClient, s: WebhookSettings, question_id: str, at
                        {"X-Askgate-Attempt": str(attempt)}, policy=policy,
                        resolver=resolver or _resolver)
 
-    doc: dict[str, Any] = orjson.loads(rec.f["webhook"]) if rec.f.get("webhook") else {}
+    prior: dict[str, Any] = orjson.loads(rec.f["webhook"]) if rec.f.get("webhook") else {}
+    return conclude(redis, s, state, question_id, attempt, lease, prior, outcome,
+                    rec.f.get("tenant", ""), url, jobs_redis=jobs_redis)
+
+
+def conclude(redis: SyncClient, s: WebhookSettings, state: WebhookState, question_id: str,
+             attempt: int, lease: str, prior: dict[str, Any], outcome: Outcome, tenant: str,
+             url: str, *, jobs_redis: Redis | None = None) -> str:
+    """Record attempt n's outcome, if it still holds `lease`, then the next step: done,
+    a dead letter, or attempt n+1 after the backoff (on `jobs_redis`, default `redis`).
+    Returns the verdict."""
+    bound = log.bind(question_id=question_id, attempt=attempt, tenant=tenant)
     entry: dict[str, Any] = {"at": iso(now_ms())}
     if outcome.status_code is not None:
         entry["status_code"] = outcome.status_code
     if outcome.error is not None:
         entry["error"] = outcome.error
-    attempts = [*doc.get("attempts", []), entry]
+    attempts = [*prior.get("attempts", []), entry]
     last = attempt >= s.webhook_max_attempts
+    due: int | None = None
+    delay = 0.0
     if outcome.ok:
         doc = {"status": "delivered", "attempts": attempts, "next_attempt_at": None}
         verdict = "delivered"
     elif outcome.retry and not last:
         delay = backoff_s(s, attempt, outcome)
-        doc = {"status": "pending", "attempts": attempts,
-               "next_attempt_at": iso(now_ms() + int(delay * 1000))}
+        next_at = now_ms() + int(delay * 1000)
+        doc = {"status": "pending", "attempts": attempts, "next_attempt_at": iso(next_at)}
+        due = next_at + lease_ms(s)
         verdict = "retry"
     else:
         doc = {"status": "failed", "attempts": attempts, "next_attempt_at": None}
@@ -174,13 +214,13 @@ def attempt_delivery(redis: SyncClient, s: WebhookSettings, question_id: str, at
     if verdict == "failed":
         dead = {
             "question_id": question_id,
-            "tenant": rec.f.get("tenant", ""),
+            "tenant": tenant,
             "url": url,
             "attempts": str(attempt),
             "last": orjson.dumps(entry).decode(),
             "at": entry["at"],
         }
-    if state.record(question_id, attempt, doc, dead) != "ok":
+    if state.record(question_id, attempt, lease, doc, due, dead) != "ok":
         bound.warning("webhook.record_lost", outcome=verdict)
         return "lost"
     if verdict == "retry":

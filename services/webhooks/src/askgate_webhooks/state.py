@@ -1,14 +1,24 @@
-"""The question's `webhook` field: one compare-and-set script on the attempt counter.
+"""The question's webhook state: one compare-and-set script on the attempt counter and
+the claim's lease, and the shard's due set the reaper reads.
 
 The hash field `webhook` holds what the API shows as the question's `webhook`:
 `{"status": "pending|delivered|failed", "attempts": [{"at", "status_code"|"error"}],
-"next_attempt_at"}`. Beside it `wh:n` counts the attempts that were claimed. Every write
-is a compare-and-set on `wh:n`, so a stream entry processed twice, or a job that RQ runs
-twice, cannot start a second delivery chain or post the same attempt twice.
+"next_attempt_at"}`. Beside it `wh:n` counts the attempts claimed, and `wh:lease` holds
+the running attempt's lease (`<deadline ms>:<token>`) until its outcome is recorded.
+Every write is a compare-and-set on both, so a stream entry processed twice, or a job
+that RQ runs twice, cannot start a second chain or post the same attempt twice; and an
+attempt whose worker died (its lease ran out) is closed by the reaper as `interrupted`,
+after which attempt n+1 claims as usual.
+
+`askgate:{ag:NN}:webhooks:due` (keys.webhook_due) scores each unfinished delivery by the
+moment its next step is overdue: the lease's end while an attempt runs, the scheduled
+start of the next attempt (plus a lease) while it waits. Delivered and failed leave it.
 """
 
 from __future__ import annotations
 
+import secrets
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -17,21 +27,54 @@ from redis import Redis
 
 WRITE = """
 -- KEYS[1] question hash   KEYS[2] the shard's webhook dead-letter stream
--- ARGV[1] expected attempt counter wh:n ('' = never set)  ARGV[2] new wh:n
--- ARGV[3] the webhook JSON ('' = leave it)  ARGV[4] dead-letter stream maxlen
--- ARGV[5..] the dead letter's field/value pairs (none = no dead letter)
+-- KEYS[3] the shard's webhook due zset
+-- ARGV[1] expected wh:n ('' = never set)   ARGV[2] expected wh:lease ('' = none)
+-- ARGV[3] new wh:n   ARGV[4] new wh:lease ('' = none)   ARGV[5] the webhook JSON ('' =
+-- leave it)   ARGV[6] due score ('' = leave the due set alone, '-' = leave the set)
+-- ARGV[7] question id   ARGV[8] dead-letter stream maxlen
+-- ARGV[9..] the dead letter's field/value pairs (none = no dead letter)
 -- Writes only while the question exists (HSET would otherwise make a stray hash).
 -- Returns 'ok' | 'conflict' | 'missing'
-if redis.call('EXISTS', KEYS[1]) == 0 then return 'missing' end
-local cur = redis.call('HGET', KEYS[1], 'wh:n') or ''
-if cur ~= ARGV[1] then return 'conflict' end
-redis.call('HSET', KEYS[1], 'wh:n', ARGV[2])
-if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'webhook', ARGV[3]) end
-if #ARGV > 4 then
-  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[4], '*', unpack(ARGV, 5))
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('ZREM', KEYS[3], ARGV[7])
+  return 'missing'
+end
+local f = redis.call('HMGET', KEYS[1], 'wh:n', 'wh:lease')
+if (f[1] or '') ~= ARGV[1] or (f[2] or '') ~= ARGV[2] then return 'conflict' end
+redis.call('HSET', KEYS[1], 'wh:n', ARGV[3])
+if ARGV[4] ~= '' then
+  redis.call('HSET', KEYS[1], 'wh:lease', ARGV[4])
+elseif f[2] then
+  redis.call('HDEL', KEYS[1], 'wh:lease')
+end
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'webhook', ARGV[5]) end
+if ARGV[6] == '-' then
+  redis.call('ZREM', KEYS[3], ARGV[7])
+elseif ARGV[6] ~= '' then
+  redis.call('ZADD', KEYS[3], ARGV[6], ARGV[7])
+end
+if #ARGV > 8 then
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[8], '*', unpack(ARGV, 9))
 end
 return 'ok'
 """
+
+
+@dataclass(frozen=True)
+class Current:
+    """What the reaper reads of one delivery."""
+
+    claimed: int  # wh:n, -1 when the delivery never began
+    lease: str  # '' when no attempt is running
+    doc: dict[str, Any]
+
+    @property
+    def lease_deadline_ms(self) -> int:
+        return int(self.lease.split(":", 1)[0]) if self.lease else 0
+
+
+def new_lease(deadline_ms: int) -> str:
+    return f"{deadline_ms}:{secrets.token_hex(4)}"
 
 
 class WebhookState:
@@ -43,9 +86,11 @@ class WebhookState:
     def write(
         self,
         question_id: str,
-        expect: str,
+        expect: tuple[str, str],
         counter: str,
+        lease: str = "",
         doc: dict[str, Any] | None = None,
+        due: str = "",
         dead: dict[str, str] | None = None,
     ) -> str:
         flat: list[str] = []
@@ -53,20 +98,41 @@ class WebhookState:
             flat += [k, v]
         shard = keys.shard_of(question_id)
         reply = self._write(
-            keys=[keys.question(question_id), keys.webhook_dead(shard)],
-            args=[expect, counter, orjson.dumps(doc).decode() if doc else "",
+            keys=[keys.question(question_id), keys.webhook_dead(shard), keys.webhook_due(shard)],
+            args=[expect[0], expect[1], counter, lease,
+                  orjson.dumps(doc).decode() if doc else "", due, question_id,
                   self.dead_maxlen, *flat],
         )
         return reply.decode() if isinstance(reply, bytes) else str(reply)
 
-    def begin(self, question_id: str, doc: dict[str, Any]) -> str:
+    def begin(self, question_id: str, doc: dict[str, Any], due_ms: int) -> str:
         """The first write: the delivery is pending, no attempt claimed yet."""
-        return self.write(question_id, "", "0", doc)
+        return self.write(question_id, ("", ""), "0", doc=doc, due=str(due_ms))
 
-    def claim(self, question_id: str, attempt: int) -> bool:
-        """Attempt n may run only once, and only after attempt n-1."""
-        return self.write(question_id, str(attempt - 1), str(attempt)) == "ok"
+    def claim(self, question_id: str, attempt: int, lease: str, due_ms: int) -> bool:
+        """Attempt n may run only once, only after attempt n-1 was recorded, and holds
+        `lease` until its outcome is."""
+        return self.write(question_id, (str(attempt - 1), ""), str(attempt), lease,
+                          due=str(due_ms)) == "ok"
 
-    def record(self, question_id: str, attempt: int, doc: dict[str, Any],
-               dead: dict[str, str] | None = None) -> str:
-        return self.write(question_id, str(attempt), str(attempt), doc, dead)
+    def record(self, question_id: str, attempt: int, lease: str, doc: dict[str, Any],
+               due_ms: int | None, dead: dict[str, str] | None = None) -> str:
+        """Attempt n's outcome, if it still holds its lease; due_ms None: finished."""
+        return self.write(question_id, (str(attempt), lease), str(attempt), doc=doc,
+                          due="-" if due_ms is None else str(due_ms), dead=dead)
+
+    def reschedule(self, question_id: str, claimed: int, due_ms: int) -> str:
+        """Push the reaper's next look at a delivery whose next attempt was re-enqueued."""
+        return self.write(question_id, (str(claimed), ""), str(claimed), due=str(due_ms))
+
+    def read(self, question_id: str) -> Current | None:
+        n, lease, doc = self.redis.hmget(keys.question(question_id),
+                                         ["wh:n", "wh:lease", "webhook"])
+        if doc is None:
+            return None
+        return Current(int(n) if n is not None else -1,
+                       lease.decode() if lease is not None else "", orjson.loads(doc))
+
+    def overdue(self, shard: int, now_ms: int, limit: int = 100) -> list[str]:
+        ids = self.redis.zrangebyscore(keys.webhook_due(shard), "-inf", now_ms, 0, limit)
+        return [i.decode() for i in ids]

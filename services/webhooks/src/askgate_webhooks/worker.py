@@ -49,7 +49,7 @@ class WebhookEnqueuer:
         doc: dict[str, Any] = {
             "status": "pending", "attempts": [], "next_attempt_at": iso(now_ms())
         }
-        began = self.state.begin(question_id, doc)
+        began = self.state.begin(question_id, doc, now_ms() + jobs.lease_ms(self.settings))
         counter = self.redis.hget(qkey, "wh:n")
         # Attempt 1 not claimed yet: this is the first processing, or a crash came
         # between `begin` and the enqueue. Either way the unique job id decides.
