@@ -263,8 +263,10 @@ def test_webhook_job_runs_on_the_jobs_redis(
     from askgate_webhooks.worker import WebhookEnqueuer
     from rq import Queue, SimpleWorker
 
+    # The receiver is local: the outbound policy refuses loopback unless it is opened.
     settings = WebhookSettings(redis_url=redis_cluster.url, redis_cluster=True,
-                               jobs_redis_url=redis_server.url, secret_key="x" * 32)
+                               jobs_redis_url=redis_server.url, secret_key="x" * 32,
+                               outbound_allow="127.0.0.0/8")
     store_sync = connect_sync(redis_cluster.url, cluster=True)
     jobs_sync = connect_sync(redis_server.url)
     jobs_sync.flushall()

@@ -14,9 +14,10 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from askgate.cli import RUN_DIR
-from askgate.redis_server import RedisProcess, free_port
+from askgate.redis_server import PortTaken, RedisProcess, free_port
 
 EMBEDDED_REDIS_PORT = 6399
 
@@ -55,6 +56,32 @@ def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
         pass
 
 
+class RedisInUse(RuntimeError):
+    """askgate's own data directory is already served by a Redis (an earlier run's)."""
+
+
+def start_embedded_redis(data_dir: Path, port: int = EMBEDDED_REDIS_PORT
+                         ) -> tuple[RedisProcess, str | None]:
+    """askgate's own Redis (append-only log in data_dir) on `port`, or on a free port when
+    something else holds that one; returns it and a note saying where it went. Never
+    uses a Redis it did not start: a foreign one would hold other data, and a second
+    server on the same data directory would corrupt its log (RedisInUse)."""
+    try:
+        return RedisProcess(port, str(data_dir), persist=True).start(), None
+    except PortTaken as exc:
+        if exc.owner.redis and exc.owner.dir and Path(exc.owner.dir).resolve() == \
+                data_dir.resolve():
+            raise RedisInUse(
+                f"a Redis (pid {exc.owner.pid or '?'}) already serves {data_dir} on port {port}, "
+                "left by an earlier run? Stop it (redis-cli -p "
+                f"{port} shutdown) or use it with REDIS_URL=redis://127.0.0.1:{port}/0"
+            ) from None
+        other = free_port()
+        note = (f"port {port} is taken by {exc.owner.describe()}; askgate's embedded Redis "
+                f"uses port {other} instead")
+        return RedisProcess(other, str(data_dir), persist=True).start(), note
+
+
 def run_stack(embedded_redis: bool = True) -> int:
     RUN_DIR.mkdir(exist_ok=True)
     raise_open_files_limit()
@@ -64,11 +91,13 @@ def run_stack(embedded_redis: bool = True) -> int:
         if not embedded_redis:
             print("askgate run: REDIS_URL is not set", file=sys.stderr)
             return 2
-        port = EMBEDDED_REDIS_PORT
         try:
-            redis = RedisProcess(port, str(RUN_DIR / "redis"), persist=True).start()
-        except RuntimeError:
-            redis = RedisProcess(free_port(), str(RUN_DIR / "redis"), persist=True).start()
+            redis, note = start_embedded_redis(RUN_DIR / "redis")
+        except RedisInUse as exc:
+            print(f"askgate run: {exc}", file=sys.stderr)
+            return 2
+        if note:
+            print(f"askgate: {note}", file=sys.stderr)
         env["REDIS_URL"] = redis.url
         (RUN_DIR / "redis.url").write_text(redis.url)
         print(f"askgate: embedded Redis at {redis.url} (data in {RUN_DIR / 'redis'})")

@@ -13,10 +13,13 @@ import socket
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import redis as redis_sync
+from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
+from redis.retry import Retry
 
 
 def redis_server_binary() -> str:
@@ -36,6 +39,59 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class PortOwner:
+    """What already listens on a port: a Redis (its pid and data dir when it tells), or
+    something else."""
+
+    redis: bool
+    pid: int | None = None
+    dir: str | None = None
+
+    def describe(self) -> str:
+        if not self.redis:
+            return "a process that is not Redis"
+        where = f", data in {self.dir}" if self.dir else ""
+        return f"another Redis (pid {self.pid or '?'}{where})"
+
+
+def port_owner(port: int, host: str = "127.0.0.1") -> PortOwner | None:
+    """Who listens on host:port; None when nothing does."""
+    try:
+        with socket.create_connection((host, port), 0.5) as sock:
+            sock.settimeout(0.5)
+            sock.sendall(b"PING\r\n")
+            reply = sock.recv(64)
+    except TimeoutError:
+        return PortOwner(redis=False)  # it listens, and does not speak Redis
+    except OSError:
+        return None
+    if reply.startswith(b"-NOAUTH"):
+        return PortOwner(redis=True)
+    if not reply.startswith(b"+PONG"):
+        return PortOwner(redis=False)
+    client = redis_sync.Redis(host=host, port=port, socket_timeout=1.0, socket_connect_timeout=1.0,
+                         retry=Retry(NoBackoff(), 0))
+    try:
+        info = client.info("server")
+        try:
+            data_dir = str(client.config_get("dir").get("dir") or "") or None
+        except RedisError:  # CONFIG renamed or refused
+            data_dir = None
+        return PortOwner(redis=True, pid=int(info.get("process_id", 0)) or None, dir=data_dir)
+    except (RedisError, OSError):
+        return PortOwner(redis=True)
+    finally:
+        client.close()
+
+
+class PortTaken(RuntimeError):
+    def __init__(self, port: int, owner: PortOwner) -> None:
+        super().__init__(f"port {port} is taken by {owner.describe()}")
+        self.port = port
+        self.owner = owner
 
 
 class RedisProcess:
@@ -58,6 +114,11 @@ class RedisProcess:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self, timeout_s: float = 10.0) -> RedisProcess:
+        """Start redis-server and return once it answers; PortTaken when something already
+        listens on the port (never a foreign Redis mistaken for this one)."""
+        owner = port_owner(self.port)
+        if owner is not None:
+            raise PortTaken(self.port, owner)
         Path(self.dir).mkdir(parents=True, exist_ok=True)
         args = [
             self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
@@ -77,7 +138,9 @@ class RedisProcess:
             ) as s:
                 s.sendall(b"PING\r\n")
                 if s.recv(16).startswith(b"+PONG"):
-                    return self
+                    if self._answered_by_us():
+                        return self
+                    break  # someone else took the port in between
             if self.proc.poll() is not None:
                 break
             time.sleep(0.02)
@@ -85,6 +148,11 @@ class RedisProcess:
         tail = log.read_text()[-2000:] if log.exists() else ""
         self.stop()
         raise RuntimeError(f"redis-server did not start on port {self.port}: {tail}")
+
+    def _answered_by_us(self) -> bool:
+        owner = port_owner(self.port)
+        return (owner is not None and self.proc is not None and owner.pid == self.proc.pid
+                and self.proc.poll() is None)
 
     def stop(self, graceful: bool = False) -> None:
         """Kill the server (an outage), or with graceful=True let it flush and exit."""
