@@ -163,3 +163,40 @@ async def test_invalid_ask_raises_with_field_message(api_server: ApiProcess,
             await ag.ask(bad)
     assert caught.value.status_code == 422
     assert caught.value.message == "questions[0].id must be snake_case, for example deploy_target"
+
+
+WAITS = 150  # more than httpx's default pool of 100
+
+
+async def waiters_held(api: ApiProcess) -> int:
+    """The API process's long-poll waiter gauge."""
+    async with httpx.AsyncClient(base_url=api.url) as http:
+        text = (await http.get("/metrics")).text
+    line = next(x for x in text.splitlines() if x.startswith("askgate_waiters "))
+    return int(float(line.split()[1]))
+
+
+async def test_one_client_holds_more_than_100_waits(
+    api_server: ApiProcess, redis: Any
+) -> None:
+    """150 concurrent waits from one client are all held by the API at once (none queued
+    behind a connection pool), and each gets its answer."""
+    tenant_rec, key = await create_tenant(redis, "many-waits", asks_per_s=1000)
+    headers = {"Authorization": f"Bearer {key}"}
+    async with AsyncAskgate(api_server.url, key) as ag:
+        questions = await asyncio.gather(
+            *(ag.start(QUESTIONS, session=f"w{i}", timeout_s=300) for i in range(WAITS)))
+        waits = [asyncio.create_task(ag.wait(q.id)) for q in questions]
+        for _ in range(600):
+            if await waiters_held(api_server) == WAITS:
+                break
+            await asyncio.sleep(0.05)
+        assert await waiters_held(api_server) == WAITS
+        async with httpx.AsyncClient(base_url=api_server.url, headers=headers) as http:
+            for q in questions:
+                r = await http.post(f"/v1/questions/{q.id}/answer",
+                                    json={"answers": {"deploy_target": ["Production"]}})
+                assert r.status_code == 200
+        results = await asyncio.gather(*waits)
+    assert [r.tool_result for r in results] == [SEED_ANSWERED] * WAITS
+    assert tenant_rec.id

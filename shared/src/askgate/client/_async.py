@@ -25,6 +25,10 @@ class AsyncAskgate:
     `targets` and `locale` set defaults for every ask. Connection errors and 429/502/
     503/504 answers are retried with backoff (honouring Retry-After) for up to
     `retry_for_s` of continuous failure. Use as `async with AsyncAskgate(...) as ag:`.
+
+    Every waiting `ask()`/`wait()` holds one HTTP connection for its long-poll, so the
+    connection pool is unbounded by default (idle connections close after 5 s);
+    `max_connections` bounds it, and calls beyond the bound wait for a free connection.
     """
 
     def __init__(
@@ -36,6 +40,7 @@ class AsyncAskgate:
         targets: Sequence[Mapping[str, Any]] | None = None,
         locale: str | None = None,
         retry_for_s: float = p.RETRY_FOR_S,
+        max_connections: int | None = None,
         http: httpx.AsyncClient | None = None,
     ) -> None:
         self.base_url = p.base_url_from_env(base_url)
@@ -44,7 +49,7 @@ class AsyncAskgate:
         self.locale = locale
         self.retry_for_s = retry_for_s
         self._owns_http = http is None
-        self._http = http or httpx.AsyncClient()
+        self._http = http or httpx.AsyncClient(limits=p.pool_limits(max_connections))
         self._headers = {"Authorization": f"Bearer {p.api_key_from_env(api_key)}"}
 
     async def __aenter__(self) -> AsyncAskgate:

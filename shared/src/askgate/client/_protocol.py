@@ -144,4 +144,14 @@ class Retrier:
 
 
 def http_timeout(read_s: float) -> httpx.Timeout:
-    return httpx.Timeout(10.0, read=read_s)
+    # No pool timeout: with a bounded pool a call waits for a free connection (held by
+    # long-polls) rather than failing with PoolTimeout and retrying as if the API were down.
+    return httpx.Timeout(10.0, read=read_s, pool=None)
+
+
+def pool_limits(max_connections: int | None) -> httpx.Limits:
+    """A long-poll holds its connection for up to a minute, so one client holds as many
+    connections as it has waits: none are capped unless the caller asks (httpx's default
+    of 100 would quietly queue the 101st wait)."""
+    return httpx.Limits(max_connections=max_connections,
+                        max_keepalive_connections=max_connections, keepalive_expiry=5.0)

@@ -31,6 +31,7 @@ class Askgate:
         targets: Sequence[Mapping[str, Any]] | None = None,
         locale: str | None = None,
         retry_for_s: float = p.RETRY_FOR_S,
+        max_connections: int | None = None,
         http: httpx.Client | None = None,
     ) -> None:
         self.base_url = p.base_url_from_env(base_url)
@@ -39,7 +40,7 @@ class Askgate:
         self.locale = locale
         self.retry_for_s = retry_for_s
         self._owns_http = http is None
-        self._http = http or httpx.Client()
+        self._http = http or httpx.Client(limits=p.pool_limits(max_connections))
         self._headers = {"Authorization": f"Bearer {p.api_key_from_env(api_key)}"}
 
     def __enter__(self) -> Askgate:
