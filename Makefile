@@ -5,7 +5,7 @@ UV := $(PY) -m uv
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install browser run test lint bench clean
+.PHONY: install browser run test lint bench chaos clean
 
 install: $(VENV)/.installed
 
@@ -37,6 +37,14 @@ lint: install
 # `make bench BENCH_ARGS=--quick` is a smoke run of a few seconds per figure.
 bench: install
 	$(BIN)/python -m bench $(BENCH_ARGS)
+
+# Longer than `make test`: Schemathesis with many examples per operation, then the chaos
+# driver (kill -9 and restarts under a mixed workload), which writes docs/reliability.md.
+CHAOS_S ?= 120
+chaos: install
+	ASKGATE_FUZZ_EXAMPLES=300 $(BIN)/python -m pytest tests/integration/test_schema_fuzz.py \
+		-q -o timeout=1200
+	$(BIN)/python -m chaos --duration $(CHAOS_S) --report docs/reliability.md
 
 clean:
 	rm -rf $(VENV) .run .pytest_cache .mypy_cache .ruff_cache

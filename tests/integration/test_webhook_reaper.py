@@ -133,17 +133,18 @@ async def test_lost_retry_job_is_enqueued_again(
     assert queued_attempts(sync_redis) == [f"webhook-{qid}-1"]
 
 
+@pytest.mark.parametrize("status", ["started", "queued"])
 async def test_job_stuck_with_a_dead_worker_is_replaced_and_posts_once(
     app_client: httpx.AsyncClient, tenant: Tenant, redis: Redis, redis_server: RedisProcess,
-    sync_redis: SyncRedis, receiver: Receiver
+    sync_redis: SyncRedis, receiver: Receiver, status: str
 ) -> None:
-    """A job a dead worker had taken (started, never claimed) gets a fresh twin; running
-    both posts once."""
+    """A job a dead worker had taken off the queue (started, or still marked queued in its
+    intermediate queue) gets a fresh twin; running both posts once."""
     s = hook_settings(redis_server.url)
     qid = await final_question(app_client, tenant, receiver.url)
     WebhookEnqueuer(sync_redis, s).start(qid)
     job = Job.fetch(f"webhook-{qid}-1", connection=sync_redis)
-    job.set_status("started")
+    job.set_status(status)
     Queue(keys.WEBHOOK_QUEUE, connection=sync_redis).remove(job)
     later = now_ms() + 3_600_000
     assert await asyncio.to_thread(reap_once, sync_redis, s, later) == {"reenqueued": 1}

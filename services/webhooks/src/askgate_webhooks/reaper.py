@@ -26,8 +26,7 @@ from askgate.outbound import Outcome
 from askgate.record import record_from
 from askgate.timeutil import now_ms
 from redis import Redis
-from rq.exceptions import NoSuchJobError
-from rq.job import Job, JobStatus
+from rq import Queue
 
 from askgate_webhooks import jobs
 from askgate_webhooks.config import WebhookSettings
@@ -39,10 +38,7 @@ log = structlog.get_logger("askgate.webhooks")
 INTERRUPTED = "interrupted"
 # How often the reaper looks; an abandoned attempt waits its lease plus at most this.
 REAP_EVERY_S = 1.0
-# Jobs in these states will run once a worker is free. A scheduled job is not among them:
-# the reaper looks only when its time is a lease past, so its scheduler is gone (RQ's
-# scheduler lock outlives a killed scheduler by a minute or two).
-_WILL_RUN = {JobStatus.QUEUED, JobStatus.DEFERRED}
+
 
 
 def reap_once(redis: SyncClient, s: WebhookSettings, now: int | None = None, *,
@@ -99,15 +95,17 @@ def _interrupted(redis: SyncClient, s: WebhookSettings, state: WebhookState, que
 
 
 def _ensure_job(redis: Redis, s: WebhookSettings, question_id: str, attempt: int) -> bool:
-    """Attempt n's job will run: it is queued or scheduled already (False), or it is
-    enqueued now (True)."""
+    """Attempt n's job will run: it waits in the queue for a free worker (False), or a job
+    for it is enqueued now (True).
+
+    Only a place in the queue's list counts as waiting. A job whose status says queued
+    may have been taken by a worker that died before it started (RQ keeps it in that
+    worker's intermediate queue), and a scheduled one is a lease past its time, so its
+    scheduler is gone (RQ's scheduler lock outlives a killed scheduler by minutes)."""
     if jobs.enqueue(redis, s, question_id, attempt):
         return True
-    try:
-        status = Job.fetch(jobs.job_id(question_id, attempt), connection=redis).get_status()
-    except NoSuchJobError:
-        status = None
-    if status in _WILL_RUN:
+    queue = Queue(keys.WEBHOOK_QUEUE, connection=redis)
+    if queue.get_job_position(jobs.job_id(question_id, attempt)) is not None:
         return False
     return jobs.enqueue(redis, s, question_id, attempt, fresh_id=True)
 

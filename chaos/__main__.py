@@ -1,0 +1,170 @@
+"""`python -m chaos [--duration S] [--seed N] [--agents N] [--report PATH]` (`make chaos`).
+
+Starts Redis and the stack as processes on free ports, runs the workload while killing
+and restarting processes at random, lets everything settle, checks it (verify.py) and
+writes docs/reliability.md. Exits 1 when a figure that must be zero is not. Everything
+it starts, it stops.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import secrets
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from askgate.conn import connect
+from askgate.logs import configure_logging
+from askgate.redis_server import RedisProcess, free_port
+from askgate.tenants import create_tenant, set_outbound_allow
+
+from chaos import report, verify
+from chaos.channels import CHANNELS, Channel, Stack
+from chaos.platforms import Receiver
+from chaos.processes import ChildVictim, Component, RedisVictim, Victim
+from chaos.workload import Workload
+
+SECRET = "chaos-" + "k" * 40
+# How often each kind of process is picked to be killed (Redis seldom: it takes the
+# whole stack down with it).
+WEIGHTS = {"api": 3, "sweeper": 2, "webhooks": 2, "webhooks-worker": 3, "channel": 3,
+           "redis": 1}
+REDIS_EVERY_S = 10.0
+
+
+def base_env(redis_url: str) -> dict[str, str]:
+    return {
+        "REDIS_URL": redis_url, "ASKGATE_SECRET_KEY": SECRET, "ASKGATE_TIMEOUT_MIN_S": "1",
+        "ASKGATE_LOG_LEVEL": "warning", "ASKGATE_SWEEP_INTERVAL_MS": "100",
+    }
+
+
+def start_stack(redis: RedisProcess, log_dir: Path) -> tuple[list[Component], list[str]]:
+    env = base_env(redis.url)
+    procs: list[Component] = []
+    urls = []
+    for i in range(2):
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        urls.append(url)
+        procs.append(Component(f"api{i}", "askgate_api", {**env, "ASKGATE_API_PORT": str(port)},
+                               log_dir, ready_url=url + "/readyz"))
+    for i in range(2):
+        procs.append(Component(f"sweeper{i}", "askgate_sweeper", env, log_dir))
+    procs.append(Component("webhooks", "askgate_webhooks", {
+        **env, "ASKGATE_WEBHOOK_WORKERS": "2", "ASKGATE_WEBHOOK_TIMEOUT_S": "2",
+        "ASKGATE_WEBHOOK_BACKOFF_S": "0.2", "ASKGATE_WEBHOOK_BACKOFF_MAX_S": "2",
+        "ASKGATE_WEBHOOK_MAX_ATTEMPTS": "20", "ASKGATE_CONSUMER_CLAIM_IDLE_MS": "3000",
+        "ASKGATE_CONSUMER_BLOCK_MS": "500"}, log_dir))
+    for p in procs:
+        p.start()
+    return procs, urls
+
+
+async def chaos(victims: dict[str, list[Victim]], stop: asyncio.Event,
+                rnd: random.Random) -> None:
+    """Until stop: pick a victim, kill -9, wait a moment, start it again."""
+    last_redis = time.monotonic()
+    kinds = list(WEIGHTS)
+    while not stop.is_set():
+        await asyncio.sleep(rnd.uniform(0.5, 2.0))
+        kind = rnd.choices(kinds, [WEIGHTS[k] for k in kinds])[0]
+        if kind == "redis" and time.monotonic() - last_redis < REDIS_EVERY_S:
+            continue
+        if kind == "redis":
+            last_redis = time.monotonic()
+        victim = rnd.choice(victims[kind])
+        await asyncio.to_thread(victim.kill)
+        await asyncio.sleep(rnd.uniform(0.2, 1.5))
+        await asyncio.to_thread(victim.restart)
+
+
+async def run(args: argparse.Namespace) -> int:
+    rnd = random.Random(args.seed)
+    log_dir = Path(tempfile.mkdtemp(prefix="askgate-chaos-"))
+    redis = RedisProcess(data_dir=str(log_dir / "redis"), persist=True, fsync="always").start()
+    hooks = Receiver("hooks", error_rate=0.05, seed=args.seed)
+    procs: list[Component] = []
+    channel_procs: list[Component] = []
+    channels: list[Channel] = [cls() for cls in CHANNELS]
+    try:
+        client = connect(redis.url)
+        tenant, key = await create_tenant(client, "chaos", max_pending=10**6, asks_per_s=10**6)
+        # The receivers are local: this tenant's own allow-list opens loopback for it.
+        await set_outbound_allow(client, tenant.id, "127.0.0.0/8")
+        procs, urls = await asyncio.to_thread(start_stack, redis, log_dir)
+        stack = Stack(base_env(redis.url), log_dir, urls,
+                      {"Authorization": f"Bearer {key}"}, args.seed)
+        for ch in channels:
+            channel_procs += ch.start(stack)
+        webhooks = next(p for p in procs if p.name == "webhooks")
+        victims: dict[str, list[Victim]] = {
+            "api": [p for p in procs if p.name.startswith("api")],
+            "sweeper": [p for p in procs if p.name.startswith("sweeper")],
+            "webhooks": [webhooks],
+            "webhooks-worker": [ChildVictim("webhooks-worker", webhooks)],
+            "channel": list(channel_procs),
+            "redis": [RedisVictim(redis)],
+        }
+        workload = Workload(stack, key, channels, hooks.url, rnd, args.agents,
+                            args.max_timeout_s)
+        stop_chaos = asyncio.Event()
+        started = time.monotonic()
+        load = asyncio.create_task(workload.run())
+        monkey = asyncio.create_task(chaos(victims, stop_chaos, rnd))
+        await asyncio.sleep(args.duration)
+        stop_chaos.set()
+        await monkey
+        workload.stop.set()
+        await asyncio.wait_for(load, 600)
+        elapsed = time.monotonic() - started
+        for p in [*procs, *channel_procs]:  # anything the last kill left down comes back
+            if not p.alive():
+                await asyncio.to_thread(p.restart)
+        async with httpx.AsyncClient(timeout=10.0) as http:
+            final, settle_s = await verify.settle(http, urls, stack.headers,
+                                                  list(workload.asked), 180.0)
+        resolved = await verify.resolved_events(client)
+        await client.aclose()
+        figures, tally = verify.check(workload.asked, final, resolved, hooks, channels)
+        figures.update({f"human {k}": v for k, v in workload.humans.items()})
+        figures.update({f"ask refused {k}": v for k, v in workload.refused.items()})
+        kills = {v.name: (v.kills, v.restarts) for vs in victims.values() for v in vs}
+        text = report.render(figures, kills, {**vars(args), "log_dir": str(log_dir)}, elapsed,
+                             settle_s, tally.examples)
+        print(text)
+        if args.report:
+            report.write(Path(args.report), text)
+        print(f"logs: {log_dir}", file=sys.stderr)
+        return 1 if report.failures(figures) else 0
+    finally:
+        for ch in channels:
+            ch.stop()
+        for p in [*procs, *channel_procs]:
+            p.stop()
+        hooks.close()
+        redis.stop(graceful=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m chaos", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--duration", type=float, default=60.0, help="seconds of chaos")
+    parser.add_argument("--seed", type=int, default=secrets.randbelow(10**6))
+    parser.add_argument("--agents", type=int, default=12, help="concurrent asking agents")
+    parser.add_argument("--max-timeout-s", type=int, default=8,
+                        help="longest timeoutSeconds an agent asks with (2 to 8)")
+    parser.add_argument("--report", default="", help="write the report there (markdown)")
+    args: Any = parser.parse_args(argv)
+    configure_logging("warning", False)
+    raise SystemExit(asyncio.run(run(args)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""One plug-in per chat channel: its fake platform, its worker process (a kill -9
+victim), the target an ask names, how a human answers through it, and what must hold
+afterwards. The driver runs every channel in CHANNELS; to add Telegram, Slack or Discord,
+write a class like TextChannel (a fake platform server, the worker component, answer()
+and verify()) and list it there."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import httpx
+
+from chaos.platforms import Receiver
+from chaos.processes import Component
+
+
+@dataclass
+class Stack:
+    """What a channel needs from the driver to start its worker and reach the API."""
+
+    env: dict[str, str]
+    log_dir: Path
+    api_urls: list[str]
+    headers: dict[str, str]
+    seed: int
+
+
+@dataclass
+class Asked:
+    """One accepted question, as the workload saw it."""
+
+    id: str
+    session: str
+    expires_at: float  # unix seconds
+    targets: list[dict[str, Any]]
+    returned_at: float | None = None  # when the agent's wait returned
+    result: dict[str, Any] | None = None  # what the agent was told
+    reason: str | None = None
+    human_wins: list[str] = field(default_factory=list)  # who got a 200 answering it
+    told_final: int = 0  # answers refused because it had ended
+
+
+class Channel(Protocol):
+    name: str
+
+    def start(self, stack: Stack) -> list[Component]: ...
+    def target(self, rnd: random.Random) -> dict[str, Any] | None: ...
+    async def answer(self, http: httpx.AsyncClient, asked: Asked) -> str: ...
+    def verify(self, questions: dict[str, dict[str, Any]]) -> dict[str, int]: ...
+    def stop(self) -> None: ...
+
+
+async def post_any(http: httpx.AsyncClient, urls: list[str], path: str, body: dict[str, Any],
+                   headers: dict[str, str], rnd: random.Random,
+                   tries: int = 40) -> httpx.Response | None:
+    """POST through any live API process (a human taps again when a tap fails)."""
+    for _ in range(tries):
+        try:
+            r = await http.post(rnd.choice(urls) + path, json=body, headers=headers)
+        except httpx.TransportError:
+            r = None
+        if r is not None and r.status_code not in (502, 503, 504):
+            return r
+        await asyncio.sleep(0.25)
+    return None
+
+
+class TextChannel:
+    """The plain-text channel: `askgate-text` POSTs prompts to a local platform, and the
+    human's reply comes back through POST /v1/sessions/{session}/messages."""
+
+    name = "text"
+
+    def __init__(self) -> None:
+        self.platform: Receiver | None = None
+        self.stack: Stack | None = None
+
+    def start(self, stack: Stack) -> list[Component]:
+        self.stack = stack
+        self.platform = Receiver("text", error_rate=0.05, seed=stack.seed)
+        worker = Component("text", "askgate_text", {
+            **stack.env, "ASKGATE_TEXT_TIMEOUT_S": "2", "ASKGATE_TEXT_BACKOFF_S": "0.1",
+            "ASKGATE_TEXT_ROUNDS": "10", "ASKGATE_CONSUMER_CLAIM_IDLE_MS": "3000",
+            "ASKGATE_CONSUMER_BLOCK_MS": "500"}, stack.log_dir)
+        worker.start()
+        return [worker]
+
+    def target(self, rnd: random.Random) -> dict[str, Any] | None:
+        assert self.platform is not None
+        return {"channel": "text", "url": self.platform.url} if rnd.random() < 0.5 else None
+
+    async def answer(self, http: httpx.AsyncClient, asked: Asked) -> str:
+        """Once the prompt reached the platform, the human replies '2' there."""
+        assert self.platform is not None and self.stack is not None
+        rnd = random.Random(asked.id)
+        while not any(h.body.get("question_id") == asked.id and h.body.get("type") == "question"
+                      and h.status == 200 for h in self.platform.snapshot()):
+            if time.time() > asked.expires_at:
+                return "late"
+            await asyncio.sleep(0.1)
+        r = await post_any(http, self.stack.api_urls, f"/v1/sessions/{asked.session}/messages",
+                           {"text": "2"}, self.stack.headers, rnd)
+        if r is None:
+            return "unreachable"
+        body = r.json()
+        if r.status_code == 200 and body.get("consumed"):
+            return "won"
+        return "told"
+
+    def verify(self, questions: dict[str, dict[str, Any]]) -> dict[str, int]:
+        assert self.platform is not None
+        hits = self.platform.snapshot()
+        ok = Counter(h.headers.get("x-askgate-delivery", "") for h in hits if h.status == 200)
+        figures = Counter[str]()
+        for qid, q in questions.items():
+            for index, d in enumerate(q["deliveries"]):
+                if d["target"]["channel"] != "text":
+                    continue
+                figures["text targets"] += 1
+                prompt = ok[f"{qid}:{index}:question"]
+                if d["status"] == "delivered":
+                    figures["prompts delivered"] += 1
+                    figures["prompts missing at the platform"] += prompt == 0
+                    summary = ok[f"{qid}:{index}:summary"]
+                    figures["summaries missing"] += summary == 0
+                    figures["summaries posted twice"] += summary > 1
+                elif d["status"] == "failed":
+                    figures["prompts failed"] += 1
+                else:  # ended before it was shown (a retry came too late)
+                    figures["prompts not needed (ended first)"] += 1
+                figures["prompts posted twice"] += prompt > 1
+        return dict(figures)
+
+    def stop(self) -> None:
+        if self.platform:
+            self.platform.close()
+
+
+CHANNELS: list[type[TextChannel]] = [TextChannel]

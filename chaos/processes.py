@@ -1,0 +1,131 @@
+"""The stack as processes the driver can kill -9 and start again, and Redis with an
+append-only log that fsyncs every write (so a kill -9 of Redis loses nothing that was
+acknowledged)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+from askgate.redis_server import RedisProcess
+
+
+def children(pid: int) -> list[int]:
+    """The live child processes of `pid` (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
+@dataclass
+class Component:
+    """One service process (`python -m <module>`) with its own environment."""
+
+    name: str
+    module: str
+    env: dict[str, str]
+    log_dir: Path
+    ready_url: str | None = None  # GET it until 200 after a start
+    proc: subprocess.Popen[bytes] | None = None
+    kills: int = 0
+    restarts: int = 0
+    pids: list[int] = field(default_factory=list)
+
+    def start(self, timeout_s: float = 30.0) -> None:
+        log = (self.log_dir / f"{self.name}.log").open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", self.module], env={**os.environ, **self.env},
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True)
+        log.close()
+        self.pids.append(self.proc.pid)
+        if self.ready_url:
+            deadline = time.monotonic() + timeout_s
+            while time.monotonic() < deadline and self.proc.poll() is None:
+                with contextlib.suppress(httpx.HTTPError):
+                    if httpx.get(self.ready_url, timeout=1.0).status_code == 200:
+                        return
+                time.sleep(0.05)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self) -> None:
+        """kill -9 of the process itself (children it supervises are left to notice)."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+            self.kills += 1
+
+    def restart(self) -> None:
+        self.start()
+        self.restarts += 1
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+@dataclass
+class ChildVictim:
+    """A process another component supervises (the webhooks' RQ workers): killed -9, and
+    restarted by its supervisor, not by the driver."""
+
+    name: str
+    parent: Component
+    kills: int = 0
+    restarts: int = 0
+
+    def kill(self) -> None:
+        if not self.parent.proc:
+            return
+        kids = children(self.parent.proc.pid)
+        if kids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(kids[0], signal.SIGKILL)
+                self.kills += 1
+                self.restarts += 1  # its supervisor starts another
+
+    def restart(self) -> None:
+        pass
+
+
+@dataclass
+class RedisVictim:
+    """Redis itself: kill -9 and start again on the same port and data directory."""
+
+    server: RedisProcess
+    name: str = "redis"
+    kills: int = 0
+    restarts: int = 0
+
+    def kill(self) -> None:
+        self.server.stop(graceful=False)
+        self.kills += 1
+
+    def restart(self) -> None:
+        self.server.start()
+        self.restarts += 1
+
+
+Victim = Component | ChildVictim | RedisVictim
+Ready = Callable[[], bool]

@@ -1,0 +1,148 @@
+"""What must hold after the chaos, read from the API, Redis and the fake receivers: every
+accepted question ended once, with the state its one winner wrote; every waiter and
+every webhook was told that state; nothing accepted was lost, nothing decided twice."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from typing import Any
+
+import httpx
+from askgate import keys
+from redis.asyncio import Redis
+
+from chaos.channels import Asked, Channel
+from chaos.platforms import Receiver
+from chaos.workload import EXPECTED
+
+
+async def fetch(http: httpx.AsyncClient, urls: list[str], headers: dict[str, str],
+                qid: str) -> dict[str, Any] | None:
+    for attempt in range(50):
+        try:
+            r = await http.get(f"{urls[attempt % len(urls)]}/v1/questions/{qid}", headers=headers)
+        except httpx.TransportError:
+            await asyncio.sleep(0.2)
+            continue
+        if r.status_code == 200:
+            return dict(r.json())
+        if r.status_code == 404:
+            return None
+        await asyncio.sleep(0.2)
+    return None
+
+
+def settled(q: dict[str, Any]) -> bool:
+    """Nothing more is owed: final, webhook done, every shown prompt summarised."""
+    if q["status"] == "pending":
+        return False
+    if q["webhook"] is None or q["webhook"]["status"] == "pending":
+        return False
+    return all(bool((d.get("ref") or {}).get("summary")) for d in q["deliveries"]
+               if d["target"]["channel"] != "web" and d["status"] == "delivered")
+
+
+async def settle(http: httpx.AsyncClient, urls: list[str], headers: dict[str, str],
+                 ids: list[str], timeout_s: float) -> tuple[dict[str, dict[str, Any]], float]:
+    """Every question as it ends up, waiting (bounded) for what is still owed."""
+    start = time.monotonic()
+    seen: dict[str, dict[str, Any]] = {}
+    todo = list(ids)
+    while todo and time.monotonic() - start < timeout_s:
+        found = await asyncio.gather(*(fetch(http, urls, headers, q) for q in todo))
+        later = []
+        for qid, q in zip(todo, found, strict=True):
+            if q is not None:
+                seen[qid] = q
+            if q is None or not settled(q):
+                later.append(qid)
+        todo = later
+        if todo:
+            await asyncio.sleep(1.0)
+    return seen, time.monotonic() - start
+
+
+async def resolved_events(redis: Redis) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for stream in keys.all_events("web"):
+        last = "-"
+        while True:
+            batch = await redis.xrange(stream, min=last, count=5000)
+            for _, fields in batch:
+                if fields[b"type"] == b"question.resolved":
+                    counts[fields[b"id"].decode()] += 1
+            if len(batch) < 5000:
+                break
+            last = "(" + batch[-1][0].decode()
+    return counts
+
+
+class Tally:
+    """Counts by figure, and which questions made each count (for the report)."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self.examples: dict[str, list[str]] = {}
+
+    def add(self, name: str, qid: str = "", when: bool = True, n: int = 1) -> None:
+        if not when:
+            return
+        self.counts[name] += n
+        if qid:
+            self.examples.setdefault(name, []).append(qid)
+
+
+def check(asked: dict[str, Asked], final: dict[str, dict[str, Any]], resolved: Counter[str],
+          hooks: Receiver, channels: list[Channel]) -> tuple[dict[str, Any], Tally]:
+    t = Tally()
+    lateness: list[float] = []
+    webhook_bodies: dict[str, list[Any]] = {}
+    for hit in hooks.snapshot():
+        webhook_bodies.setdefault(hit.body["question_id"], []).append(hit)
+    for qid, a in asked.items():
+        t.add("questions accepted")
+        q = final.get(qid)
+        if q is None or q["status"] == "pending":
+            t.add("lost (not final)", qid)
+            continue
+        t.add(f"ended {q['status']}" + (f" ({q['reason']})" if q["reason"] else ""))
+        t.add("doubled (resolved more than once)", qid, resolved[qid] > 1)
+        t.add("lost (never resolved)", qid, resolved[qid] == 0)
+        t.add("doubled (two answers accepted)", qid, len(a.human_wins) > 1)
+        if len(a.human_wins) == 1:
+            # A channel's human replies '2', the same Production as an API answer.
+            expected = EXPECTED.get(a.human_wins[0], EXPECTED["api"])
+            t.add("doubled (result is not the winner's)", qid, q["result"] != expected)
+        else:
+            t.add("answers whose 200 was lost to a kill", qid,
+                  q["status"] == "answered" or q["reason"] == "skipped")
+        t.add("answers refused as already final", n=a.told_final, when=a.told_final > 0)
+        if a.result is None:
+            t.add("waiters never told", qid)
+        else:
+            t.add("waiters told")
+            t.add("waiters told a wrong result", qid, a.result != q["result"])
+            if q["reason"] == "timeout" and a.returned_at is not None:
+                lateness.append(a.returned_at - a.expires_at)
+        hook = q["webhook"] or {}
+        t.add(f"webhook {hook.get('status', 'missing')}", qid)
+        interrupted = sum(1 for x in hook.get("attempts", []) if x.get("error") == "interrupted")
+        t.add("webhook attempts interrupted by a kill", qid, interrupted > 0, interrupted)
+        hits = webhook_bodies.get(qid, [])
+        ok = [h for h in hits if h.status == 200]
+        t.add("webhook POSTs received", n=len(hits), when=bool(hits))
+        t.add("webhooks never received", qid, not ok)
+        t.add("webhooks received twice with 200 (at least once)", qid, len(ok) > 1)
+        t.add("webhooks told a wrong result", qid,
+              any(h.body["result"] != q["result"] for h in hits))
+    for channel in channels:
+        for name, value in channel.verify(final).items():
+            t.add(f"{channel.name}: {name}", n=value, when=value > 0)
+    out: dict[str, Any] = dict(t.counts)
+    out["max seconds a waiter waited past its deadline"] = round(max(lateness, default=0.0), 2)
+    ordered = sorted(lateness) or [0.0]
+    out["median seconds a waiter waited past its deadline"] = round(
+        ordered[len(ordered) // 2], 2)
+    return out, t
