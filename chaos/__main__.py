@@ -130,8 +130,8 @@ async def run(args: argparse.Namespace) -> int:
         async with httpx.AsyncClient(timeout=10.0) as http:
             final, settle_s = await verify.settle(http, urls, stack.headers,
                                                   list(workload.asked), 180.0)
-        resolved = await verify.resolved_events(client)
-        await client.aclose()
+        await client.aclose()  # its connections predate the Redis restarts
+        resolved = await verify.resolved_events(redis.url)
         figures, tally = verify.check(workload.asked, final, resolved, hooks, channels)
         figures.update({f"human {k}": v for k, v in workload.humans.items()})
         figures.update({f"ask refused {k}": v for k, v in workload.refused.items()})

@@ -11,7 +11,9 @@ from typing import Any
 
 import httpx
 from askgate import keys
+from askgate.conn import connect
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
 
 from chaos.channels import Asked, Channel
 from chaos.platforms import Receiver
@@ -64,7 +66,21 @@ async def settle(http: httpx.AsyncClient, urls: list[str], headers: dict[str, st
     return seen, time.monotonic() - start
 
 
-async def resolved_events(redis: Redis) -> Counter[str]:
+async def resolved_events(redis_url: str) -> Counter[str]:
+    """`question.resolved` entries per question in the web streams (each question's one
+    notification log), read with a fresh connection, retried while Redis settles."""
+    for _ in range(20):
+        redis = connect(redis_url)
+        try:
+            return await _resolved(redis)
+        except (RedisError, OSError):
+            await asyncio.sleep(0.5)
+        finally:
+            await redis.aclose()
+    raise RuntimeError("Redis did not answer to read the resolved events")
+
+
+async def _resolved(redis: Redis) -> Counter[str]:
     counts: Counter[str] = Counter()
     for stream in keys.all_events("web"):
         last = "-"
