@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import random
 import secrets
 import sys
@@ -31,11 +32,10 @@ from chaos.processes import ChildVictim, Component, RedisVictim, Victim
 from chaos.workload import Workload
 
 SECRET = "chaos-" + "k" * 40
-# How often each kind of process is picked to be killed (Redis seldom: it takes the
-# whole stack down with it).
-WEIGHTS = {"api": 3, "sweeper": 2, "webhooks": 2, "webhooks-worker": 3, "channel": 3,
-           "redis": 1}
-REDIS_EVERY_S = 10.0
+# How often each kind of process is picked to be killed.
+WEIGHTS = {"api": 3, "sweeper": 2, "webhooks": 2, "webhooks-worker": 3, "channel": 3}
+# Redis goes down on its own schedule, this often: it takes the whole stack with it.
+REDIS_EVERY_S = (15.0, 30.0)
 
 
 def base_env(redis_url: str) -> dict[str, str]:
@@ -70,26 +70,32 @@ def start_stack(redis: RedisProcess, log_dir: Path) -> tuple[list[Component], li
 async def chaos(victims: dict[str, list[Victim]], stop: asyncio.Event,
                 rnd: random.Random) -> None:
     """Until stop: pick a victim, kill -9, wait a moment, start it again."""
-    last_redis = time.monotonic()
     kinds = list(WEIGHTS)
     while not stop.is_set():
         await asyncio.sleep(rnd.uniform(0.5, 2.0))
-        kind = rnd.choices(kinds, [WEIGHTS[k] for k in kinds])[0]
-        if kind == "redis" and time.monotonic() - last_redis < REDIS_EVERY_S:
-            continue
-        if kind == "redis":
-            last_redis = time.monotonic()
-        victim = rnd.choice(victims[kind])
+        victim = rnd.choice(victims[rnd.choices(kinds, [WEIGHTS[k] for k in kinds])[0]])
         await asyncio.to_thread(victim.kill)
         await asyncio.sleep(rnd.uniform(0.2, 1.5))
         await asyncio.to_thread(victim.restart)
+
+
+async def redis_chaos(redis: RedisVictim, stop: asyncio.Event, rnd: random.Random) -> None:
+    """Until stop: now and then, kill -9 Redis and start it again on its data."""
+    while True:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), rnd.uniform(*REDIS_EVERY_S))
+        if stop.is_set():
+            return
+        await asyncio.to_thread(redis.kill)
+        await asyncio.sleep(rnd.uniform(0.2, 1.0))
+        await asyncio.to_thread(redis.restart)
 
 
 async def run(args: argparse.Namespace) -> int:
     rnd = random.Random(args.seed)
     log_dir = Path(tempfile.mkdtemp(prefix="askgate-chaos-"))
     redis = RedisProcess(data_dir=str(log_dir / "redis"), persist=True, fsync="always").start()
-    hooks = Receiver("hooks", error_rate=0.05, seed=args.seed)
+    hooks = Receiver("hooks", error_rate=0.05, seed=args.seed, latency_s=0.3)
     procs: list[Component] = []
     channel_procs: list[Component] = []
     channels: list[Channel] = [cls() for cls in CHANNELS]
@@ -110,17 +116,18 @@ async def run(args: argparse.Namespace) -> int:
             "webhooks": [webhooks],
             "webhooks-worker": [ChildVictim("webhooks-worker", webhooks)],
             "channel": list(channel_procs),
-            "redis": [RedisVictim(redis)],
         }
+        redis_victim = RedisVictim(redis)
         workload = Workload(stack, key, channels, hooks.url, rnd, args.agents,
                             args.max_timeout_s)
         stop_chaos = asyncio.Event()
         started = time.monotonic()
         load = asyncio.create_task(workload.run())
-        monkey = asyncio.create_task(chaos(victims, stop_chaos, rnd))
+        monkeys = [asyncio.create_task(chaos(victims, stop_chaos, rnd)),
+                   asyncio.create_task(redis_chaos(redis_victim, stop_chaos, rnd))]
         await asyncio.sleep(args.duration)
         stop_chaos.set()
-        await monkey
+        await asyncio.gather(*monkeys)
         workload.stop.set()
         await asyncio.wait_for(load, 600)
         elapsed = time.monotonic() - started
@@ -136,6 +143,7 @@ async def run(args: argparse.Namespace) -> int:
         figures.update({f"human {k}": v for k, v in workload.humans.items()})
         figures.update({f"ask refused {k}": v for k, v in workload.refused.items()})
         kills = {v.name: (v.kills, v.restarts) for vs in victims.values() for v in vs}
+        kills["redis"] = (redis_victim.kills, redis_victim.restarts)
         text = report.render(figures, kills, {**vars(args), "log_dir": str(log_dir)}, elapsed,
                              settle_s, tally.examples)
         print(text)

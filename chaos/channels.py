@@ -83,7 +83,7 @@ class TextChannel:
 
     def start(self, stack: Stack) -> list[Component]:
         self.stack = stack
-        self.platform = Receiver("text", error_rate=0.05, seed=stack.seed)
+        self.platform = Receiver("text", error_rate=0.05, seed=stack.seed, latency_s=0.3)
         worker = Component("text", "askgate_text", {
             **stack.env, "ASKGATE_TEXT_TIMEOUT_S": "2", "ASKGATE_TEXT_BACKOFF_S": "0.1",
             "ASKGATE_TEXT_ROUNDS": "10", "ASKGATE_CONSUMER_CLAIM_IDLE_MS": "3000",

@@ -24,7 +24,9 @@ class Hit:
 
 
 class Receiver:
-    def __init__(self, name: str, error_rate: float = 0.0, seed: int = 0) -> None:
+    def __init__(self, name: str, error_rate: float = 0.0, seed: int = 0,
+                 latency_s: float = 0.0) -> None:
+        """`latency_s`: each answer waits up to this long, so a kill lands mid-POST too."""
         self.name = name
         self.hits: list[Hit] = []
         self._lock = threading.Lock()
@@ -36,6 +38,9 @@ class Receiver:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 with receiver._lock:
                     status = 503 if receiver._random.random() < error_rate else 200
+                    delay = receiver._random.uniform(0, latency_s)
+                time.sleep(delay)
+                with receiver._lock:
                     receiver.hits.append(Hit(time.time(), {k.lower(): v for k, v in
                                                            self.headers.items()},
                                              orjson.loads(raw), status))

@@ -17,6 +17,7 @@ from redis.exceptions import RedisError
 
 from chaos.channels import Asked, Channel
 from chaos.platforms import Receiver
+from chaos.report import MUST_BE_ZERO
 from chaos.workload import EXPECTED
 
 
@@ -156,7 +157,7 @@ def check(asked: dict[str, Asked], final: dict[str, dict[str, Any]], resolved: C
     for channel in channels:
         for name, value in channel.verify(final).items():
             t.add(f"{channel.name}: {name}", n=value, when=value > 0)
-    out: dict[str, Any] = dict(t.counts)
+    out: dict[str, Any] = {**dict.fromkeys(MUST_BE_ZERO, 0), **t.counts}
     out["max seconds a waiter waited past its deadline"] = round(max(lateness, default=0.0), 2)
     ordered = sorted(lateness) or [0.0]
     out["median seconds a waiter waited past its deadline"] = round(

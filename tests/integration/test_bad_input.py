@@ -297,3 +297,20 @@ async def test_web_unknown_api_route_is_404_in_its_shape(
 async def test_web_wrong_method_is_405_in_its_shape(web_client: httpx.AsyncClient) -> None:
     """A wrong method on an /api/ route is a 405 in its shape."""
     assert web_error(await web_client.delete("/api/reply"), 405)
+
+
+async def test_every_channels_reply_has_the_free_text_limit(
+    app_client: httpx.AsyncClient, tenant: Tenant, redis: Any, settings: Any
+) -> None:
+    """Store.apply_reply, which every channel's plain-text replies go through, refuses a
+    text over the limit and the question stays pending."""
+    from askgate.errors import ValidationFailed
+    from askgate.store import Store
+
+    qid = await pending(app_client, tenant, session="store-limit")
+    store = Store(redis, settings)
+    rec = await store.load(qid)
+    assert rec is not None
+    with pytest.raises(ValidationFailed, match=f"at most {FREE_TEXT_MAX} characters"):
+        await store.apply_reply(rec, "z" * (FREE_TEXT_MAX + 1))
+    assert (await store.load(qid)).status == "pending"  # type: ignore[union-attr]

@@ -15,9 +15,9 @@ from redis.commands.core import AsyncScript
 
 from askgate import keys, scripts
 from askgate.answers import canonical_answers, ended_message
-from askgate.errors import AlreadyFinal, NotFound, RateLimited, SessionBusy
+from askgate.errors import AlreadyFinal, NotFound, RateLimited, SessionBusy, ValidationFailed
 from askgate.ledger import Ledger, watch_member
-from askgate.models import QuestionCreate, Responder
+from askgate.models import FREE_TEXT_MAX, QuestionCreate, Responder
 from askgate.parser import ParsedReply, parse_reply
 from askgate.record import (
     NO_ANSWER,
@@ -290,7 +290,10 @@ class Store:
     async def apply_reply(
         self, rec: Record, text: str, responder: Responder | None = None
     ) -> tuple[Record, ParsedReply]:
-        """Read a plain-text message as the answer to `rec` (SPEC §5)."""
+        """Read a plain-text message as the answer to `rec` (SPEC §5). Every channel's
+        replies come through here, so the one free-text limit holds for all of them."""
+        if len(text) > FREE_TEXT_MAX:
+            raise ValidationFailed(f"text must be at most {FREE_TEXT_MAX} characters; shorten it")
         self._check_pending(rec)
         parsed = parse_reply(rec.questions, text, rec.locale)
         if parsed.kind == "skip":
