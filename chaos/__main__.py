@@ -136,7 +136,7 @@ async def run(args: argparse.Namespace) -> int:
                 await asyncio.to_thread(p.restart)
         async with httpx.AsyncClient(timeout=10.0) as http:
             final, settle_s = await verify.settle(http, urls, stack.headers,
-                                                  list(workload.asked), 180.0)
+                                                  list(workload.asked), channels, 180.0)
         await client.aclose()  # its connections predate the Redis restarts
         resolved = await verify.resolved_events(redis.url)
         figures, tally = verify.check(workload.asked, final, resolved, hooks, channels)

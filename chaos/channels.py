@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import httpx
 
 from chaos.platforms import Receiver
-from chaos.processes import Component
+from chaos.processes import Component, wait_live
 
 
 @dataclass
@@ -52,6 +52,7 @@ class Channel(Protocol):
     def start(self, stack: Stack) -> list[Component]: ...
     def target(self, rnd: random.Random) -> dict[str, Any] | None: ...
     async def answer(self, http: httpx.AsyncClient, asked: Asked) -> str: ...
+    def owed(self, question: dict[str, Any]) -> bool: ...
     def verify(self, questions: dict[str, dict[str, Any]]) -> dict[str, int]: ...
     def stop(self) -> None: ...
 
@@ -71,6 +72,15 @@ async def post_any(http: httpx.AsyncClient, urls: list[str], path: str, body: di
     return None
 
 
+# The channel kit's settings for a chaos run: a killed worker's claims and leases are
+# taken over within seconds, not the production minute.
+KIT_ENV = {
+    "ASKGATE_CONSUMER_CLAIM_IDLE_MS": "3000", "ASKGATE_CONSUMER_CLAIM_EVERY_S": "1",
+    "ASKGATE_CONSUMER_BLOCK_MS": "500", "ASKGATE_DELIVERY_LEASE_MS": "5000",
+    "ASKGATE_DELIVERY_BACKOFF_S": "0.1", "ASKGATE_DELIVERY_MAX_CLAIMS": "30",
+}
+
+
 class TextChannel:
     """The plain-text channel: `askgate-text` POSTs prompts to a local platform, and the
     human's reply comes back through POST /v1/sessions/{session}/messages."""
@@ -84,11 +94,11 @@ class TextChannel:
     def start(self, stack: Stack) -> list[Component]:
         self.stack = stack
         self.platform = Receiver("text", error_rate=0.05, seed=stack.seed, latency_s=0.3)
-        worker = Component("text", "askgate_text", {
-            **stack.env, "ASKGATE_TEXT_TIMEOUT_S": "2", "ASKGATE_TEXT_BACKOFF_S": "0.1",
-            "ASKGATE_TEXT_ROUNDS": "10", "ASKGATE_CONSUMER_CLAIM_IDLE_MS": "3000",
-            "ASKGATE_CONSUMER_BLOCK_MS": "500"}, stack.log_dir)
+        worker = Component("text", "askgate_text", {**stack.env, **KIT_ENV,
+                                                     "ASKGATE_TEXT_TIMEOUT_S": "2"},
+                           stack.log_dir)
         worker.start()
+        wait_live(stack.env["REDIS_URL"], self.name)
         return [worker]
 
     def target(self, rnd: random.Random) -> dict[str, Any] | None:
@@ -112,6 +122,16 @@ class TextChannel:
         if r.status_code == 200 and body.get("consumed"):
             return "won"
         return "told"
+
+    def owed(self, question: dict[str, Any]) -> bool:
+        """A final question whose shown prompt has not had its summary posted yet."""
+        assert self.platform is not None
+        sent = {h.headers.get("x-askgate-delivery") for h in self.platform.snapshot()
+                if h.status == 200}
+        return question["status"] != "pending" and any(
+            d["target"]["channel"] == self.name and d["status"] == "delivered"
+            and f"{question['id']}:{i}:summary" not in sent
+            for i, d in enumerate(question["deliveries"]))
 
     def verify(self, questions: dict[str, dict[str, Any]]) -> dict[str, int]:
         assert self.platform is not None

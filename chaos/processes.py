@@ -15,7 +15,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+from askgate import keys
 from askgate.redis_server import RedisProcess
+
+
+def wait_live(redis_url: str, channel: str, timeout_s: float = 30.0) -> None:
+    """Until a worker of `channel` says it is live (the key the API checks asks against)."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not client.exists(keys.channel_live(channel)):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no live {channel} worker after {timeout_s} s")
+            time.sleep(0.05)
+    finally:
+        client.close()
 
 
 def children(pid: int) -> list[int]:

@@ -37,18 +37,18 @@ async def fetch(http: httpx.AsyncClient, urls: list[str], headers: dict[str, str
     return None
 
 
-def settled(q: dict[str, Any]) -> bool:
+def settled(q: dict[str, Any], channels: list[Channel]) -> bool:
     """Nothing more is owed: final, webhook done, every shown prompt summarised."""
     if q["status"] == "pending":
         return False
     if q["webhook"] is None or q["webhook"]["status"] == "pending":
         return False
-    return all(bool((d.get("ref") or {}).get("summary")) for d in q["deliveries"]
-               if d["target"]["channel"] != "web" and d["status"] == "delivered")
+    return not any(ch.owed(q) for ch in channels)
 
 
 async def settle(http: httpx.AsyncClient, urls: list[str], headers: dict[str, str],
-                 ids: list[str], timeout_s: float) -> tuple[dict[str, dict[str, Any]], float]:
+                 ids: list[str], channels: list[Channel], timeout_s: float
+                 ) -> tuple[dict[str, dict[str, Any]], float]:
     """Every question as it ends up, waiting (bounded) for what is still owed."""
     start = time.monotonic()
     seen: dict[str, dict[str, Any]] = {}
@@ -59,7 +59,7 @@ async def settle(http: httpx.AsyncClient, urls: list[str], headers: dict[str, st
         for qid, q in zip(todo, found, strict=True):
             if q is not None:
                 seen[qid] = q
-            if q is None or not settled(q):
+            if q is None or not settled(q, channels):
                 later.append(qid)
         todo = later
         if todo:

@@ -57,13 +57,16 @@ class Workload:
             n = 0
             while not self.stop.is_set():
                 n += 1
-                targets = [t for ch in self.channels if (t := ch.target(self.rnd))]
+                # The Control UI can always show it, so an ask is never refused because a
+                # chat channel's worker is down at that moment (its target fails instead).
+                targets = [{"channel": "web"},
+                           *[t for ch in self.channels if (t := ch.target(self.rnd))]]
                 try:
                     q = await ag.start(QUESTIONS, session=f"c{index}-{n}", targets=targets,
                                        timeout_s=self.rnd.choice(self.timeouts),
                                        callback_url=self.callback_url)
                 except ApiError as exc:
-                    self.refused[f"HTTP {exc.status_code}"] += 1
+                    self.refused[f"HTTP {exc.status_code} {exc.code}"] += 1
                     await asyncio.sleep(0.2)
                     continue
                 asked = Asked(q.id, q.session, _unix(q.expires_at), targets)
