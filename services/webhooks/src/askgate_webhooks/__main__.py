@@ -70,8 +70,10 @@ async def supervise_worker(settings: WebhookSettings, stop: asyncio.Event, index
         if not exited.done():
             with contextlib.suppress(ProcessLookupError):
                 proc.send_signal(signal.SIGTERM)
+            # An attempt still running after this is cut short; its lease runs out and
+            # the reaper retries it (reaper.py), so a stop never loses a delivery.
             try:
-                await asyncio.wait_for(exited, jobs.job_timeout_s(settings) + 5)
+                await asyncio.wait_for(exited, settings.webhook_timeout_s + 5)
             except TimeoutError:
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()
