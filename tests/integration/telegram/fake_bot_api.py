@@ -101,6 +101,9 @@ class FakeBotAPI:
         self.deleted: list[tuple[int, int]] = []  # (chat, message)
         self.no_reactions: set[int] = set()  # chats where reactions are turned off
         self.refuse_entities: set[int] = set()  # chats whose formatting Telegram refuses
+        # method → faults to answer its next calls with, in order: "html502" (a front
+        # end's HTML error page) or "drop" (the connection closed without an answer).
+        self.faults: dict[str, list[str]] = {}
         self._ids = itertools.count(1)
         self._update_ids = itertools.count(1000)
         self._runner: web.AppRunner | None = None
@@ -135,6 +138,14 @@ class FakeBotAPI:
             except ValueError:
                 params[key] = text
         self.calls.append(Call(token, method, params))
+        fault = self.faults.get(method, [None]).pop(0) if self.faults.get(method) else None
+        if fault == "html502":
+            return web.Response(status=502, content_type="text/html",
+                                text="<html><body><h1>502 Bad Gateway</h1></body></html>")
+        if fault == "drop":
+            assert request.transport is not None
+            request.transport.abort()
+            return web.Response()
         try:
             handler = getattr(self, f"m_{method}", None)
             if handler is None:

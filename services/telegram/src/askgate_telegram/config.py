@@ -21,5 +21,8 @@ class TelegramSettings(ChannelSettings):
     # with `<url>/telegram/<tenant id>` and the tenant's webhook_secret.
     telegram_webhook_url: str = ""
     telegram_polling_timeout_s: int = Field(25, ge=0, le=50)
+    # A bot whose getUpdates keeps failing this long makes the worker unhealthy
+    # (`--check` fails) until it recovers.
+    telegram_poll_unhealthy_s: float = Field(60.0, gt=0)
     # One Bot API call; a claim's lease (ASKGATE_DELIVERY_LEASE_MS) must be longer.
     telegram_request_timeout_s: float = Field(30.0, gt=0)

@@ -32,7 +32,7 @@ class TelegramService:
         self.adapter = TelegramAdapter(self.bots, settings)
         self.worker = self.channel.use(self.adapter)
         self.inbound = Inbound(self.channel.store, self.bots, self.worker, self.adapter)
-        self.polling = PollHealth()
+        self.polling = PollHealth(settings.telegram_poll_unhealthy_s)
         self.channel.watch(self.polling.problem)
         self.channel.spawn(self._refresh_forever)
         self.port: int | None = None

@@ -30,8 +30,6 @@ ALLOWED_UPDATES = ["message", "edited_message", "callback_query"]
 # outage is not a busy loop, and a short blip costs seconds, not minutes.
 POLL_BACKOFF_S = 1.0
 POLL_BACKOFF_MAX_S = 30.0
-# A bot whose getUpdates has failed for this long makes the worker unhealthy.
-POLL_UNHEALTHY_S = 60.0
 # An update whose handling keeps failing is skipped after this many tries (logged).
 POLL_MAX_TRIES = 3
 
@@ -73,7 +71,8 @@ def webhook_app(dispatcher: Dispatcher, bots: Bots) -> web.Application:
 class PollHealth:
     """Per bot, since when its getUpdates has been failing (and why)."""
 
-    def __init__(self) -> None:
+    def __init__(self, unhealthy_s: float) -> None:
+        self.unhealthy_s = unhealthy_s  # failing this long makes the worker unhealthy
         self._failing: dict[str, tuple[float, str]] = {}
 
     def ok(self, tenant: str) -> None:
@@ -89,7 +88,7 @@ class PollHealth:
     def problem(self) -> str | None:
         now = time.monotonic()
         for tenant, (since, error) in self._failing.items():
-            if now - since > POLL_UNHEALTHY_S:
+            if now - since > self.unhealthy_s:
                 return f"getUpdates for tenant {tenant} failing for {now - since:.0f}s: {error}"
         return None
 
