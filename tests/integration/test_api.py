@@ -40,8 +40,9 @@ async def test_ask_returns_resource(app_client: httpx.AsyncClient, tenant: Tenan
     assert "/s/" in q["web_url"] and "sig=" in q["web_url"]
     assert q["deliveries"] == [
         {"target": {"channel": "web"}, "status": "delivered", "error": None, "ref": None,
-         "at": None}
+         "at": None, "step": 0, "reminders": 0}
     ]
+    assert q["remind"] is None and q["escalation"] == []
 
 
 async def test_missing_api_key_is_401(app_client: httpx.AsyncClient) -> None:

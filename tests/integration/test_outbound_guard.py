@@ -109,6 +109,15 @@ async def test_internal_text_target_is_422_naming_its_index(api: Any, tenant: Te
         "targets[2].url must not point at a private address (10.1.2.3)")
 
 
+async def test_internal_url_in_an_escalation_step_is_422(api: Any, tenant: Tenant) -> None:
+    """An escalation step's text target is checked like the ask's, named by its path."""
+    client = await api(Dns({"hook.example": [PUBLIC]}))
+    step = {"after_s": 60, "targets": [{"channel": "text", "url": "http://169.254.169.254/"}]}
+    r = await ask(client, tenant, targets=[{"channel": "web"}], escalate=[step])
+    assert r.status_code == 422
+    assert r.json()["error"]["message"].startswith("escalate[0].targets[0].url must not point at")
+
+
 async def test_host_resolving_inside_is_422_without_the_address(
     api: Any, tenant: Tenant
 ) -> None:

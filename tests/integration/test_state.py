@@ -177,6 +177,7 @@ async def test_keyspace_after_full_lifecycle(redis: Redis, settings: Settings,
         keys.events(shard, "web"),
         keys.events(shard, "telegram"),
         keys.undelivered(shard),  # the telegram target, until the watchdog drops it
+        keys.metrics(shard),  # the shard's counters (the answer's latency)
         keys.tenant_rate(tenant.id),
     }
     keep_ms = settings.result_ttl_s * 1000

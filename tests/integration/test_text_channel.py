@@ -8,7 +8,7 @@ import asyncio
 import hashlib
 import hmac
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
@@ -16,11 +16,10 @@ import pytest
 from askgate import keys
 from askgate.redis_server import RedisProcess
 from askgate.settings import Settings
-from askgate_text.__main__ import serve
-from askgate_text.config import TextSettings
 from redis.asyncio import Redis
 
-from tests.conftest import SECRET, Tenant, ask_body, make_settings
+from tests.conftest import Tenant, ask_body, make_settings
+from tests.integration.conftest import LOCAL, StartWorker
 from tests.integration.http_receiver import Receiver, Reply
 
 TWO_QUESTIONS = [
@@ -30,42 +29,12 @@ TWO_QUESTIONS = [
      "options": [{"label": "Team"}, {"label": "Nobody"}]},
 ]
 
-StartWorker = Callable[..., Awaitable[None]]
-# The fake platform listens on 127.0.0.1, which the outbound policy refuses unless opened.
-LOCAL = "127.0.0.0/8"
 
 
 @pytest.fixture
 def settings(redis_server: RedisProcess) -> Settings:
     """The API's settings with the local platform's range opened."""
     return make_settings(redis_server.url, outbound_allow=LOCAL)
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    with Receiver() as r:
-        yield r
-
-
-@pytest.fixture
-async def text_worker(redis_server: RedisProcess, redis: Redis) -> AsyncIterator[StartWorker]:
-    """Starts the text worker's `serve` with test settings; stops it after the test."""
-    stop = asyncio.Event()
-    tasks: list[asyncio.Task[None]] = []
-
-    async def start(**overrides: Any) -> None:
-        values: dict[str, Any] = {
-            "redis_url": redis_server.url, "secret_key": SECRET, "timeout_min_s": 1,
-            "outbound_allow": LOCAL,
-            "delivery_backoff_s": 0.01, "consumer_block_ms": 50, **overrides,
-        }
-        tasks.append(asyncio.create_task(serve(TextSettings(**values), stop)))
-        # Asks to the text channel are refused until a worker is live.
-        await until(lambda: redis.exists(keys.channel_live("text")), "the text worker")
-
-    yield start
-    stop.set()
-    await asyncio.wait_for(asyncio.gather(*tasks), 15)
 
 
 async def question(client: httpx.AsyncClient, tenant: Tenant, qid: str) -> dict[str, Any]:

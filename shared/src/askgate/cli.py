@@ -8,9 +8,13 @@ import os
 import sys
 from pathlib import Path
 
+import orjson
+from pydantic import ValidationError
+
 from askgate import keys, tenants
 from askgate.conn import Client, check_mode, connect
 from askgate.errors import ConfigError
+from askgate.models import Remind, validation_message
 from askgate.settings import Settings, load
 
 RUN_DIR = Path(os.environ.get("ASKGATE_RUN_DIR", ".run"))
@@ -112,6 +116,37 @@ async def _tenant_outbound(tenant_id: str, cidrs: str) -> int:
     return 0
 
 
+async def _tenant_remind(tenant_id: str, pairs: list[str]) -> int:
+    remind: Remind | None = None
+    if pairs != ["off"]:
+        values: dict[str, str] = {}
+        for pair in pairs:
+            key, sep, value = pair.partition("=")
+            if not sep:
+                print(f"expected key=value (every_s, max, final_warning_s) or 'off', got "
+                      f"{pair!r}", file=sys.stderr)
+                return 2
+            values[key] = value
+        try:
+            remind = Remind.model_validate_json(orjson.dumps(
+                {k: int(v) if v.lstrip("-").isdigit() else v for k, v in values.items()}))
+        except ValidationError as exc:
+            for line in validation_message(exc):
+                print(f"remind.{line}", file=sys.stderr)
+            return 2
+    redis = client()
+    try:
+        await tenants.set_remind(redis, tenant_id, remind)
+    except KeyError:
+        print(f"no tenant {tenant_id}", file=sys.stderr)
+        return 1
+    finally:
+        await redis.aclose()
+    said = remind.model_dump_json(exclude_none=True) if remind else "off"
+    print(f"{tenant_id}: default reminders {said}", file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="askgate", description="askgate administration")
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -133,6 +168,11 @@ def main(argv: list[str] | None = None) -> None:
         "public internet (replaces the list; 'none' clears it)")
     out.add_argument("tenant_id")
     out.add_argument("cidrs", help="comma-separated CIDRs, e.g. 10.1.0.0/16,fd00::/8, or none")
+    rm = tsub.add_parser("remind", help="set a tenant's default reminders (asks without "
+                         "'remind' get them)")
+    rm.add_argument("tenant_id")
+    rm.add_argument("settings", nargs="+",
+                    help="every_s=300 max=3 [final_warning_s=120], or off")
     run = sub.add_parser("run", help="start the whole stack (Redis if REDIS_URL is unset)")
     run.add_argument("--no-redis", action="store_true", help="never start an embedded Redis")
     args = parser.parse_args(argv)
@@ -150,6 +190,8 @@ def main(argv: list[str] | None = None) -> None:
             code = asyncio.run(_tenant_key(args.tenant_id))
         elif args.tcmd == "outbound":
             code = asyncio.run(_tenant_outbound(args.tenant_id, args.cidrs))
+        elif args.tcmd == "remind":
+            code = asyncio.run(_tenant_remind(args.tenant_id, args.settings))
         else:
             code = asyncio.run(_tenant_channel(args.tenant_id, args.channel, args.settings))
     except ConfigError as exc:

@@ -75,6 +75,12 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "cmd_skip": "Skip the waiting question",
         "cancel": "Cancel",
         "or_reply_in_thread": "Or reply in this message's thread.",
+        "reminder": "Still waiting for your answer — {left} left.",
+        "final_warning": "Last call: this question expires in {left}.",
+        "late_expired": "This question has expired; your answer was recorded but the agent "
+        "went on without it.",
+        "late_ended": "This question has ended; your answer was recorded but the agent went "
+        "on without it.",
     },
     "tr": {
         "submitted": "Cevap gönderildi.",
@@ -146,6 +152,11 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "cmd_skip": "Bekleyen soruyu atla",
         "cancel": "Vazgeç",
         "or_reply_in_thread": "Ya da bu mesajın yanıt dizisinde (thread) cevap yazın.",
+        "reminder": "Hâlâ cevabınızı bekliyoruz — {left} kaldı.",
+        "final_warning": "Son çağrı: bu sorunun süresi {left} içinde doluyor.",
+        "late_expired": "Bu sorunun süresi doldu; cevabınız kaydedildi ama ajan onsuz devam "
+        "etti.",
+        "late_ended": "Bu soru sona erdi; cevabınız kaydedildi ama ajan onsuz devam etti.",
     },
     "hi": {
         "submitted": "उत्तर भेज दिया गया।",
@@ -214,6 +225,12 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "cmd_skip": "प्रतीक्षा में प्रश्न छोड़ें",
         "cancel": "रद्द करें",
         "or_reply_in_thread": "या इस संदेश के थ्रेड में उत्तर लिखें।",
+        "reminder": "अभी भी आपके उत्तर की प्रतीक्षा है — {left} शेष।",
+        "final_warning": "अंतिम सूचना: यह प्रश्न {left} में समाप्त हो जाएगा।",
+        "late_expired": "इस प्रश्न का समय समाप्त हो गया है; आपका उत्तर दर्ज कर लिया गया, पर "
+        "एजेंट इसके बिना आगे बढ़ गया।",
+        "late_ended": "यह प्रश्न समाप्त हो गया है; आपका उत्तर दर्ज कर लिया गया, पर एजेंट इसके "
+        "बिना आगे बढ़ गया।",
     },
 }
 

@@ -85,6 +85,18 @@ def due(shard: int) -> str:
     return f"{tag(shard)}:due"
 
 
+def timers(shard: int) -> str:
+    """ZSET of the shard's reminders and escalation steps (`askgate.timers.Timer.member`)
+    scored by when each is due (ms): the sweeper pops the due ones."""
+    return f"{tag(shard)}:timers"
+
+
+def metrics(shard: int) -> str:
+    """HASH of counters kept where things happen (the scripts that end questions, fail
+    targets, fire timers, mark reminders sent): the API's /metrics sums every shard's."""
+    return f"{tag(shard)}:metrics"
+
+
 def events(shard: int, channel: str) -> str:
     """The event stream of one channel in one shard."""
     return f"{tag(shard)}:events:{channel}"

@@ -21,7 +21,7 @@ import orjson
 from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 
-from askgate import keys, scripts
+from askgate import followup_scripts, keys, scripts
 from askgate.record import NO_ANSWER, Record
 from askgate.settings import Settings
 from askgate.status import DeliveryState
@@ -75,11 +75,15 @@ class Ledger:
         self._claim: AsyncScript = redis.register_script(scripts.CLAIM)
         self._settle: AsyncScript = redis.register_script(scripts.SETTLE)
         self._mark: AsyncScript = redis.register_script(scripts.MARK_SUMMARY)
+        self._remind_claim: AsyncScript = redis.register_script(
+            followup_scripts.REMINDER_CLAIM)
+        self._remind_done: AsyncScript = redis.register_script(followup_scripts.REMINDER_DONE)
 
     @staticmethod
     def _keys(rec: Record) -> list[str]:
-        return [keys.question(rec.id), keys.deliveries(rec.id),
-                keys.undelivered(keys.shard_of(rec.id))]
+        shard = keys.shard_of(rec.id)
+        return [keys.question(rec.id), keys.deliveries(rec.id), keys.undelivered(shard),
+                keys.metrics(shard)]
 
     async def claim(self, rec: Record, index: int, *, owner: str, lease_ms: int,
                     on_stale: StalePolicy) -> Claim:
@@ -101,13 +105,14 @@ class Ledger:
 
     async def _set(self, rec: Record, index: int, state: DeliveryState, doc: bytes, *,
                    owner: str = "", expect: str = "", max_claims: int = 0,
-                   uncounted: bool = False, failed_doc: bytes = b"") -> Settled:
+                   uncounted: bool = False, failed_doc: bytes = b"",
+                   error_class: str = "") -> Settled:
         member = watch_member(rec.id, index, rec.targets[index].channel)
         reply = await self._settle(
             keys=self._keys(rec),
             args=[rec.id, index, state.value, doc, owner, expect, member, now_ms(),
                   self.keep_ms, self.maxlen, NO_ANSWER, max_claims, failed_doc,
-                  "1" if uncounted else "0"],
+                  "1" if uncounted else "0", error_class],
         )
         if reply[0] != b"ok":
             current = reply[1].decode() if len(reply) > 1 else "missing"
@@ -130,12 +135,14 @@ class Ledger:
             rec, index, DeliveryState.PENDING, _doc(DeliveryState.PENDING, error=error),
             owner=owner, expect=DeliveryState.SENDING, max_claims=max_claims,
             uncounted=not counted, failed_doc=_doc(DeliveryState.FAILED, error=error),
+            error_class="retries",
         )
 
     async def fail(self, rec: Record, index: int, *, error: str, owner: str = "") -> Settled:
         """Cannot be shown (a permanent platform error, no credentials)."""
         return await self._set(rec, index, DeliveryState.FAILED,
-                               _doc(DeliveryState.FAILED, error=error), owner=owner)
+                               _doc(DeliveryState.FAILED, error=error), owner=owner,
+                               error_class="refused")
 
     async def update_ref(self, rec: Record, index: int, ref: dict[str, Any]) -> Settled:
         """A delivered prompt's ref completed later (e.g. an assumed prompt was tapped)."""
@@ -148,3 +155,19 @@ class Ledger:
         done = await self._mark(keys=[keys.question(rec.id), keys.deliveries(rec.id)],
                                 args=[index, outcome])
         return bool(done)
+
+    # -- reminders: each delivered target gets reminder n at most once ----------------
+
+    async def claim_reminder(self, rec: Record, index: int, n: int) -> bool:
+        """True for exactly one caller while the question is pending and the target's
+        prompt is shown: that caller sends reminder n to it."""
+        return bool(await self._remind_claim(
+            keys=[keys.question(rec.id), keys.deliveries(rec.id)], args=[index, n]))
+
+    async def reminder_done(self, rec: Record, index: int, n: int,
+                            outcome: Literal["sent", "failed", ""]) -> None:
+        """Record reminder n's outcome ('' hands the claim back for a later try)."""
+        await self._remind_done(
+            keys=[keys.question(rec.id), keys.deliveries(rec.id),
+                  keys.metrics(keys.shard_of(rec.id))],
+            args=[index, n, outcome, rec.targets[index].channel])

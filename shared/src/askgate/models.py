@@ -328,6 +328,78 @@ Target = Annotated[
 CHANNELS = ("telegram", "slack", "discord", "web", "text")
 
 
+# -- reminders and escalation ---------------------------------------------------------------
+
+REMIND_EVERY_S = (60, 3600)
+REMIND_MAX = 10
+FINAL_WARNING_S = (10, 3600)
+ESCALATE_STEPS_MAX = 3
+STEP_TARGETS_MAX = 10
+STEP_AFTER_MIN_S = 10
+
+
+class Remind(Strict):
+    """`remind`: while the question is pending, each delivered chat target gets a short
+    reminder every `every_s` seconds, at most `max` times, and (with `final_warning_s`) a
+    last one that many seconds before the deadline. No reminder falls after the deadline."""
+
+    every_s: int = 300
+    max: int = 3
+    final_warning_s: int | None = None
+
+    @field_validator("every_s")
+    @classmethod
+    def _every(cls, v: int) -> int:
+        lo, hi = REMIND_EVERY_S
+        if not lo <= v <= hi:
+            raise _err(f"must be from {lo} to {hi} seconds (got {v}); for example 300 "
+                       "reminds every 5 minutes")
+        return v
+
+    @field_validator("max")
+    @classmethod
+    def _max(cls, v: int) -> int:
+        if not 0 <= v <= REMIND_MAX:
+            raise _err(f"must be from 0 to {REMIND_MAX} reminders (got {v}); 0 sends none")
+        return v
+
+    @field_validator("final_warning_s")
+    @classmethod
+    def _final(cls, v: int | None) -> int | None:
+        lo, hi = FINAL_WARNING_S
+        if v is not None and not lo <= v <= hi:
+            raise _err(f"must be from {lo} to {hi} seconds before the deadline (got {v}), "
+                       "or left out for no final warning")
+        return v
+
+
+class EscalationStep(Strict):
+    """One step of `escalate`: `after_s` seconds after the ask, while it is still
+    pending, the question is also shown on `targets` (validated like the ask's)."""
+
+    after_s: int
+    targets: list[Target]
+
+    @field_validator("after_s")
+    @classmethod
+    def _after(cls, v: int) -> int:
+        if v < STEP_AFTER_MIN_S:
+            raise _err(f"must be at least {STEP_AFTER_MIN_S} seconds (got {v}); a step "
+                       "starts that long after the ask")
+        return v
+
+    @field_validator("targets")
+    @classmethod
+    def _targets(cls, v: list[Any]) -> list[Any]:
+        if not 1 <= len(v) <= STEP_TARGETS_MAX:
+            raise _err(f"must contain 1 to {STEP_TARGETS_MAX} targets (got {len(v)})")
+        for i, tg in enumerate(v):
+            if tg.channel == "web":
+                raise _err(f"[{i}] is a web target, which the Control UI always shows; "
+                           "escalate to a chat target (telegram, slack, discord, text)")
+        return v
+
+
 class QuestionCreate(AskInput):
     """POST /v1/questions: the tool input with the ask's context beside it."""
 
@@ -339,6 +411,9 @@ class QuestionCreate(AskInput):
     targets: list[Target] = Field(default_factory=list)
     locale: Locale = "en"
     callback_url: HttpUrl | None = None
+    # Absent: the tenant's default (`askgate tenant remind`); {"max": 0}: none.
+    remind: Remind | None = None
+    escalate: list[EscalationStep] = Field(default_factory=list)
 
     @field_validator("targets")
     @classmethod
@@ -346,6 +421,41 @@ class QuestionCreate(AskInput):
         if len(v) > 10:
             raise _err(f"must contain at most 10 targets (got {len(v)})")
         return v
+
+    @field_validator("escalate")
+    @classmethod
+    def _escalate(cls, v: list[EscalationStep]) -> list[EscalationStep]:
+        if len(v) > ESCALATE_STEPS_MAX:
+            raise _err(f"must contain at most {ESCALATE_STEPS_MAX} steps (got {len(v)})")
+        for k in range(1, len(v)):
+            if v[k].after_s <= v[k - 1].after_s:
+                raise _err(f"[{k}].after_s ({v[k].after_s}) must be later than "
+                           f"escalate[{k - 1}].after_s ({v[k - 1].after_s}); order the "
+                           "steps by time")
+        return v
+
+    def all_targets(self) -> list[tuple[str, Target]]:
+        """Every target with its field path: the ask's, then each escalation step's (the
+        order of the stored target indexes)."""
+        out: list[tuple[str, Target]] = [(f"targets[{i}]", tg)
+                                         for i, tg in enumerate(self.targets)]
+        for k, step in enumerate(self.escalate):
+            out += [(f"escalate[{k}].targets[{i}]", tg) for i, tg in enumerate(step.targets)]
+        return out
+
+    def timing_problems(self, timeout_s: int) -> list[str]:
+        """What in `remind` and `escalate` cannot happen within the question's timeout
+        (the clamped one, known only when it is asked)."""
+        lines = []
+        if self.remind and self.remind.final_warning_s is not None \
+                and self.remind.final_warning_s >= timeout_s:
+            lines.append(f"remind.final_warning_s ({self.remind.final_warning_s}) must be "
+                         f"shorter than the question's timeout ({timeout_s} s)")
+        for k, step in enumerate(self.escalate):
+            if step.after_s >= timeout_s:
+                lines.append(f"escalate[{k}].after_s ({step.after_s}) must be shorter than "
+                             f"the question's timeout ({timeout_s} s), or the step never runs")
+        return lines
 
 
 # -- answers -----------------------------------------------------------------------------
@@ -391,6 +501,20 @@ class Delivery(BaseModel):
     error: str | None = None
     ref: dict[str, Any] | None = None
     at: str | None = None
+    step: int = 0  # the escalation step the target belongs to (0: the ask's own)
+    reminders: int = 0  # reminders sent to it
+
+
+class RemindState(Remind):
+    sent: int = 0  # reminders the question has had (each to every delivered target)
+
+
+class EscalationState(BaseModel):
+    step: int  # step n is the ask's escalate[n-1]
+    after_s: int
+    due_at: str
+    started_at: str | None = None  # null: not yet, or the question ended first
+    targets: list[int]  # indexes into deliveries
 
 
 class QuestionPublic(BaseModel):
@@ -417,6 +541,8 @@ class QuestionPublic(BaseModel):
     callback_url: str | None = None
     deliveries: list[Delivery] = Field(default_factory=list)
     webhook: dict[str, Any] | None = None
+    remind: RemindState | None = None
+    escalation: list[EscalationState] = Field(default_factory=list)
 
 
 # -- errors ------------------------------------------------------------------------------
@@ -438,6 +564,9 @@ _FIXES = {
 }
 
 
+_TARGET_PATH = regex.compile(r"(^|\.)targets\[\d+\]$")
+
+
 def _path(loc: tuple[Any, ...]) -> str:
     out = ""
     parts = list(loc)
@@ -449,7 +578,7 @@ def _path(loc: tuple[Any, ...]) -> str:
             out += f"[{p}]"
             prev_index = True
             continue
-        if prev_index and p in CHANNELS and out.startswith("targets"):
+        if prev_index and p in CHANNELS and _TARGET_PATH.search(out):
             prev_index = False  # the discriminated union's tag, not a field
             continue
         if p in ("list[str]", "str", "function-after[_chat_id(), str]"):

@@ -16,7 +16,7 @@ import orjson
 from pydantic import TypeAdapter
 
 from askgate import keys
-from askgate.models import Delivery, QuestionIn, QuestionPublic, Responder, Target
+from askgate.models import Delivery, QuestionIn, QuestionPublic, Remind, Responder, Target
 from askgate.status import DeliveryState, Reason, Status
 from askgate.timeutil import iso
 
@@ -42,6 +42,21 @@ def new_question_id(
         raw = os.urandom(10)
     token = base64.b32encode(raw).decode().lower()[:16]
     return f"q{shard:02x}{token}"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One escalation step as stored: step k (from 1) is the ask's `escalate[k-1]`; its
+    targets are `targets[first:first + count]`."""
+
+    number: int
+    after_s: int
+    first: int
+    count: int
+
+    @property
+    def indexes(self) -> range:
+        return range(self.first, self.first + self.count)
 
 
 @dataclass(frozen=True)
@@ -116,9 +131,45 @@ class Record:
     def targets(self) -> list[Target]:
         return TARGETS.validate_json(self.f.get("targets") or "[]")
 
-    def targets_of(self, channel: str) -> list[tuple[int, Target]]:
-        """(index, target) of every target on `channel`, in declared order."""
-        return [(i, tg) for i, tg in enumerate(self.targets) if tg.channel == channel]
+    def targets_of(self, channel: str, step: int | None = None) -> list[tuple[int, Target]]:
+        """(index, target) of every target on `channel`, in declared order; with `step`,
+        only that escalation step's (0: the ask's own targets)."""
+        return [(i, tg) for i, tg in enumerate(self.targets) if tg.channel == channel
+                and (step is None or self.step_of(i) == step)]
+
+    @cached_property
+    def remind(self) -> Remind | None:
+        raw = self.f.get("remind")
+        return Remind.model_validate_json(raw) if raw else None
+
+    @cached_property
+    def steps(self) -> list[Step]:
+        out: list[Step] = []
+        first = len(self.targets) - sum(int(s["targets"]) for s in self._steps_doc)
+        for k, doc in enumerate(self._steps_doc, 1):
+            out.append(Step(k, int(doc["after_s"]), first, int(doc["targets"])))
+            first += int(doc["targets"])
+        return out
+
+    @cached_property
+    def _steps_doc(self) -> list[dict[str, Any]]:
+        return list(orjson.loads(self.f["steps"])) if self.f.get("steps") else []
+
+    def step_of(self, index: int) -> int:
+        """The escalation step target `index` belongs to (0: the ask's own targets)."""
+        for step in self.steps:
+            if index in step.indexes:
+                return step.number
+        return 0
+
+    def step_started_ms(self, number: int) -> int | None:
+        """When escalation step `number` started (None: not yet, or never)."""
+        raw = self.f.get(f"esc:{number}")
+        return int(raw) if raw else None
+
+    def reminders_sent(self, index: int) -> int:
+        prefix = f"r:{index}:"
+        return sum(1 for k, v in self.f.items() if k.startswith(prefix) and v == "sent")
 
     @property
     def responder(self) -> Responder | None:
@@ -153,8 +204,24 @@ class Record:
             raw = self.f.get(f"d:{i}")
             d = orjson.loads(raw) if raw else {"status": self.f.get(f"ds:{i}", "pending")}
             out.append({"target": target, "status": d.get("status", "pending"),
-                        "error": d.get("error"), "ref": d.get("ref"), "at": d.get("at")})
+                        "error": d.get("error"), "ref": d.get("ref"), "at": d.get("at"),
+                        "step": self.step_of(i), "reminders": self.reminders_sent(i)})
         return out
+
+    def remind_dict(self) -> dict[str, Any] | None:
+        remind = self.remind
+        if remind is None:
+            return None
+        return {**remind.model_dump(), "sent": int(self.f.get("rn") or 0)}
+
+    def escalation_dicts(self) -> list[dict[str, Any]]:
+        """Each escalation step: when it is due, when it started (null: not yet, or the
+        question ended first) and its targets' indexes in `deliveries`."""
+        created = self.created_ms
+        return [{"step": st.number, "after_s": st.after_s,
+                 "due_at": iso(created + st.after_s * 1000),
+                 "started_at": iso(self.step_started_ms(st.number)),
+                 "targets": list(st.indexes)} for st in self.steps]
 
     def deliveries(self) -> list[Delivery]:
         return [Delivery.model_validate(d) for d in self.delivery_dicts()]
@@ -194,6 +261,8 @@ class Record:
             "callback_url": f.get("callback") or None,
             "deliveries": self.delivery_dicts(),
             "webhook": orjson.loads(f["webhook"]) if f.get("webhook") else None,
+            "remind": self.remind_dict(),
+            "escalation": self.escalation_dicts(),
         }
 
     def public(self, web_url: str | None = None) -> QuestionPublic:
@@ -215,16 +284,25 @@ _ZDICT = (
 )
 
 
-def encode_doc(questions: list[Any], targets: list[Any], callback: str | None) -> bytes:
+def encode_doc(questions: list[Any], targets: list[Any], callback: str | None,
+               remind: dict[str, Any] | None = None,
+               steps: list[dict[str, Any]] | None = None) -> bytes:
+    """`steps`: each escalation step's `after_s` and how many targets it has (its targets
+    follow the ask's own in `targets`, in step order)."""
     doc: dict[str, Any] = {"questions": questions, "targets": targets}
     if callback:
         doc["callback"] = callback
+    if remind:
+        doc["remind"] = remind
+    if steps:
+        doc["steps"] = steps
     c = zlib.compressobj(9, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, _ZDICT)
     return DOC_VERSION + c.compress(orjson.dumps(doc)) + c.flush()
 
 
 def decode_doc(blob: bytes) -> dict[str, str]:
-    """The doc as the record fields `doc`, `targets`, `callback` (JSON / text)."""
+    """The doc as the record fields `doc`, `targets`, `callback`, `remind`, `steps`
+    (JSON / text)."""
     if blob[:1] != DOC_VERSION:
         raise ValueError("unknown question doc version")
     d = zlib.decompressobj(-15, _ZDICT)
@@ -235,6 +313,9 @@ def decode_doc(blob: bytes) -> dict[str, str]:
            "targets": orjson.dumps(doc["targets"]).decode()}
     if doc.get("callback"):
         out["callback"] = doc["callback"]
+    for name in ("remind", "steps"):
+        if doc.get(name):
+            out[name] = orjson.dumps(doc[name]).decode()
     return out
 
 

@@ -65,3 +65,17 @@ def summary_text(rec: Record, *, echo_free_text: bool = True, locale: str | None
         return t(locale, "answered", labels=" · ".join(parts))
     reason = rec.reason.value if rec.reason else "timeout"
     return t(locale, f"summary_{reason}")
+
+
+def duration(ms: int, locale: str) -> str:
+    """A time left as people say it: `45 s` under a minute, else whole minutes."""
+    left_s = max(0, ms // 1000)
+    if left_s < 60:
+        return t(locale, "seconds_short", n=left_s)
+    return t(locale, "minutes_short", n=(left_s + 30) // 60)
+
+
+def reminder_text(locale: str, left_ms: int, *, final: bool = False) -> str:
+    """A reminder's words: `Still waiting for your answer — 10 min left.`, or the final
+    warning `Last call: this question expires in 2 min.`"""
+    return t(locale, "final_warning" if final else "reminder", left=duration(left_ms, locale))

@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import TypeVar
 
 from askgate.keys import LUA_KEYS
+from askgate.metrics import LUA_METRICS
 from askgate.status import DELIVERY_TRANSITIONS, TRANSITIONS
 
 E = TypeVar("E", bound=StrEnum)
@@ -33,6 +34,7 @@ def _lua_table(name: str, table: Mapping[E, Set[E]]) -> str:
 # can observe the new state without the notification having been sent.
 _RESOLVE = (
     LUA_KEYS
+    + LUA_METRICS
     + _lua_table("ALLOWED", TRANSITIONS)
     + _lua_table("DELIVERY_ALLOWED", DELIVERY_TRANSITIONS)
     + """
@@ -67,12 +69,13 @@ local function all_failed(qkey, n)
 end
 
 -- in_due: also leave the due set and the run set (a sweep removes its whole batch from
--- the due set at once instead).
+-- the due set at once instead). mkey: the shard's metrics hash, where the end is counted.
 -- A sweep resolves at or after the deadline, when the hash, doc and session TTLs set at
 -- creation (deadline + keep_ms) already have keep_ms left: it skips refreshing them.
 local function resolve(qkey, id, status, reason, result, responder, now, keep_ms, maxlen,
-                       in_due)
-  local f = redis.call('HMGET', qkey, 'status', 'tenant', 'session', 'run', 'channels', 'reason')
+                       in_due, mkey)
+  local f = redis.call('HMGET', qkey, 'status', 'tenant', 'session', 'run', 'channels', 'reason',
+                       'created')
   if not f[1] then return {'missing'} end
   local allowed = ALLOWED[f[1]]
   if not allowed or not allowed[status] then return {'final', f[1], f[6] or ''} end
@@ -106,6 +109,7 @@ local function resolve(qkey, id, status, reason, result, responder, now, keep_ms
                'id', id, 'tenant', f[2], 'session', f[3], 'status', status, 'reason', reason)
   end
   redis.call('PUBLISH', rk, result)
+  count_end(mkey, status, reason, responder, f[7], now)
   return {'ok', f[2]}
 end
 """
@@ -116,12 +120,13 @@ CREATE = (
     + """
 -- KEYS[1] question hash   KEYS[2] session hash   KEYS[3] due zset   KEYS[4] run zset
 -- KEYS[5] the question's doc (static part)   KEYS[6] the shard's undelivered zset
--- KEYS[7..] one event stream per channel
+-- KEYS[7] the shard's timers zset   KEYS[8..] one event stream per channel shown at once
 -- ARGV[1] id  ARGV[2] expires_ms  ARGV[3] now_ms  ARGV[4] keep_ms (TTL of hash and doc)
 -- ARGV[5] stream maxlen  ARGV[6] has_run ('1'|'0')  ARGV[7] doc bytes
 -- ARGV[8] tenant  ARGV[9] session  ARGV[10] n: how many undelivered entries follow
 -- ARGV[11 .. 10+2n] undelivered score/member pairs (a chat target's show-by deadline)
--- ARGV[11+2n ..] the hash's field/value pairs
+-- ARGV[11+2n] m: how many timers follow, then m due/member pairs (reminders, steps)
+-- then the hash's field/value pairs
 -- Returns {'created'} | {'replay'} | {'busy', pending_id}
 if redis.call('EXISTS', KEYS[1]) == 1 then return {'replay'} end
 local now, expires, keep = tonumber(ARGV[3]), tonumber(ARGV[2]), tonumber(ARGV[4])
@@ -141,7 +146,9 @@ for i = 1, #fields, 2 do
 end
 if #stale > 0 then redis.call('HDEL', KEYS[2], unpack(stale)) end
 local nwatch = tonumber(ARGV[10])
-redis.call('HSET', KEYS[1], unpack(ARGV, 11 + 2 * nwatch))
+local tpos = 11 + 2 * nwatch
+local ntimers = tonumber(ARGV[tpos])
+redis.call('HSET', KEYS[1], unpack(ARGV, tpos + 1 + 2 * ntimers))
 redis.call('PEXPIRE', KEYS[1], keep)
 redis.call('SET', KEYS[5], ARGV[7], 'PX', keep)
 redis.call('HSET', KEYS[2], 'p:' .. ARGV[1], ARGV[2], ARGV[1], ARGV[3])
@@ -153,7 +160,8 @@ if ARGV[6] == '1' then
   extend(KEYS[4], keep)
 end
 if nwatch > 0 then redis.call('ZADD', KEYS[6], unpack(ARGV, 11, 10 + 2 * nwatch)) end
-for i = 7, #KEYS do
+if ntimers > 0 then redis.call('ZADD', KEYS[7], unpack(ARGV, tpos + 1, tpos + 2 * ntimers)) end
+for i = 8, #KEYS do
   redis.call('XADD', KEYS[i], 'MAXLEN', '~', ARGV[5], '*', 'type', 'question.created',
              'id', ARGV[1], 'tenant', ARGV[8], 'session', ARGV[9])
 end
@@ -164,19 +172,19 @@ return {'created'}
 RESOLVE = (
     _RESOLVE
     + """
--- KEYS[1] question hash
+-- KEYS[1] question hash   KEYS[2] the shard's metrics hash
 -- ARGV[1] id  ARGV[2] new status  ARGV[3] reason ('' when answered)  ARGV[4] result JSON
 -- ARGV[5] responder JSON  ARGV[6] now_ms  ARGV[7] keep_ms  ARGV[8] stream maxlen
 -- Returns {'ok', tenant} | {'final', status, reason} | {'missing'}
 return resolve(KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8],
-               true)
+               true, KEYS[2])
 """
 )
 
 SWEEP = (
     _RESOLVE
     + """
--- KEYS[1] a shard's due zset
+-- KEYS[1] a shard's due zset   KEYS[2] its metrics hash
 -- ARGV[1] now_ms  ARGV[2] batch size  ARGV[3] keep_ms  ARGV[4] stream maxlen
 -- ARGV[5] the no_answer result JSON
 -- Ends up to ARGV[2] questions whose deadline has passed as no_answer/timeout.
@@ -188,7 +196,7 @@ local P = k_prefix(KEYS[1])
 local ended = 0
 for _, id in ipairs(due) do
   local r = resolve(k_question(P, id), id, 'no_answer', 'timeout', ARGV[5], '', ARGV[1],
-                    ARGV[3], ARGV[4], false)
+                    ARGV[3], ARGV[4], false, KEYS[2])
   if r[1] == 'ok' then ended = ended + 1 end
 end
 redis.call('ZREM', KEYS[1], unpack(due))
@@ -199,7 +207,7 @@ return {ended, #due}
 ABORT_RUN = (
     _RESOLVE
     + """
--- KEYS[1] a run's pending zset in one shard
+-- KEYS[1] a run's pending zset in one shard   KEYS[2] the shard's metrics hash
 -- ARGV[1] now_ms  ARGV[2] keep_ms  ARGV[3] stream maxlen  ARGV[4] the no_answer result
 -- Ends every pending question of the run in this shard as no_answer/run_aborted.
 -- Returns the ids it ended.
@@ -207,7 +215,7 @@ local P = k_prefix(KEYS[1])
 local out = {}
 for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
   local r = resolve(k_question(P, id), id, 'no_answer', 'run_aborted', ARGV[4], '', ARGV[1],
-                    ARGV[2], ARGV[3], true)
+                    ARGV[2], ARGV[3], true, KEYS[2])
   if r[1] == 'ok' then out[#out + 1] = id end
 end
 redis.call('DEL', KEYS[1])
@@ -233,20 +241,25 @@ local function same_ttl(qkey, dkey)
   if ttl > 0 then redis.call('PEXPIRE', dkey, ttl) end
 end
 
--- Set target i to `state` with its JSON. A failure that leaves no target able to show a
--- pending question ends it as no_answer/delivery_failed. Returns '1' if it ended.
+-- Set target i to `state` with its JSON. A failure is counted in the metrics hash mkey
+-- by its channel (from the undelivered member) and error class; one that leaves no
+-- target able to show a pending question ends it as no_answer/delivery_failed (a target
+-- of an escalation step that has not started is still pending, so the step still runs).
+-- Returns '1' if it ended.
 local function settle(qkey, dkey, wkey, id, i, state, doc, member, now, keep, maxlen,
-                      no_answer)
+                      no_answer, mkey, eclass)
   redis.call('HSET', qkey, 'ds:' .. i, state)
   redis.call('HSET', dkey, 'd:' .. i, doc)
   redis.call('HDEL', dkey, 'l:' .. i)
   same_ttl(qkey, dkey)
   if state ~= 'pending' and member ~= '' then redis.call('ZREM', wkey, member) end
   if state ~= 'failed' then return '0' end
+  local ch = string.match(member, '|([^|]+)$') or 'unknown'
+  redis.call('HINCRBY', mkey, 'df:' .. ch .. ':' .. eclass, 1)
   local f = redis.call('HMGET', qkey, 'status', 'ntargets')
   if f[1] ~= 'pending' or not all_failed(qkey, f[2]) then return '0' end
   local r = resolve(qkey, id, 'no_answer', 'delivery_failed', no_answer, '', now, keep,
-                    maxlen, true)
+                    maxlen, true, mkey)
   return r[1] == 'ok' and '1' or '0'
 end
 """
@@ -256,6 +269,7 @@ CLAIM = (
     + _LEDGER
     + """
 -- KEYS[1] question hash   KEYS[2] its deliveries hash   KEYS[3] the shard's undelivered zset
+-- KEYS[4] the shard's metrics hash
 -- ARGV[1] target index  ARGV[2] now_ms  ARGV[3] lease_ms  ARGV[4] owner
 -- ARGV[5] on a claim whose lease ran out: 'resend' (take it over) | 'assume' (count the
 --         prompt as shown: the platform may have it and cannot say)
@@ -273,7 +287,8 @@ if cur == 'sending' then
   local until_ms = lease_of(KEYS[2], i)
   if until_ms > now then return {'busy', until_ms - now} end
   if ARGV[5] == 'assume' then
-    settle(KEYS[1], KEYS[2], KEYS[3], '', i, 'delivered', ARGV[7], ARGV[8], now, 0, 0, '')
+    settle(KEYS[1], KEYS[2], KEYS[3], '', i, 'delivered', ARGV[7], ARGV[8], now, 0, 0, '',
+           KEYS[4], '')
     return {'assumed'}
   end
 end
@@ -291,13 +306,14 @@ SETTLE = (
     + _LEDGER
     + """
 -- KEYS[1] question hash   KEYS[2] its deliveries hash   KEYS[3] the shard's undelivered zset
+-- KEYS[4] the shard's metrics hash
 -- ARGV[1] id  ARGV[2] target index  ARGV[3] new state  ARGV[4] its JSON
 -- ARGV[5] owner: only the holder of the claim may settle it ('' = not a claim's end)
 -- ARGV[6] expected current state ('' = any allowed)  ARGV[7] undelivered member
 -- ARGV[8] now_ms  ARGV[9] keep_ms  ARGV[10] stream maxlen  ARGV[11] no_answer result
 -- ARGV[12] going back to pending: claims allowed before the target fails (0 = no limit)
 -- ARGV[13] the failed JSON used then  ARGV[14] '1' when this claim does not count (the
---          platform said "later", e.g. a 429)
+--          platform said "later", e.g. a 429)   ARGV[15] a failure's error class
 -- Returns {'ok', state, ended ('1'|'0')} | {'conflict', current state} | {'missing'}
 local i, state = ARGV[2], ARGV[3]
 local cur = redis.call('HGET', KEYS[1], 'ds:' .. i)
@@ -323,7 +339,7 @@ if state == 'pending' then
   if limit > 0 and n >= limit then state, doc = 'failed', ARGV[13] end
 end
 local ended = settle(KEYS[1], KEYS[2], KEYS[3], ARGV[1], i, state, doc, ARGV[7],
-                     ARGV[8], ARGV[9], ARGV[10], ARGV[11])
+                     ARGV[8], ARGV[9], ARGV[10], ARGV[11], KEYS[4], ARGV[15])
 return {'ok', state, ended}
 """
 )
@@ -341,6 +357,7 @@ WATCHDOG = (
     + _LEDGER
     + """
 -- KEYS[1] a shard's undelivered zset (`<id>|<target index>|<channel>` → show-by ms)
+-- KEYS[2] the shard's metrics hash
 -- ARGV[1] now_ms  ARGV[2] batch size  ARGV[3] grace_ms  ARGV[4] live channels ('a,b,')
 -- ARGV[5] keep_ms  ARGV[6] stream maxlen  ARGV[7] no_answer result  ARGV[8] now (ISO)
 -- A target still not shown by its deadline fails when no worker of its channel is
@@ -365,7 +382,7 @@ for _, member in ipairs(due) do
                               error = 'no live askgate-' .. ch .. ' worker'})
     failed = failed + 1
     if settle(qkey, k_deliveries(P, id), KEYS[1], id, i, 'failed', doc, member, now,
-              ARGV[5], ARGV[6], ARGV[7]) == '1' then
+              ARGV[5], ARGV[6], ARGV[7], KEYS[2], 'no_worker') == '1' then
       ended = ended + 1
     end
   end

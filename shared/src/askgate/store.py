@@ -16,8 +16,9 @@ from redis.commands.core import AsyncScript
 from askgate import keys, scripts
 from askgate.answers import canonical_answers, ended_message
 from askgate.errors import AlreadyFinal, NotFound, RateLimited, SessionBusy, ValidationFailed
+from askgate.followup import FollowUp
 from askgate.ledger import Ledger, watch_member
-from askgate.models import FREE_TEXT_MAX, QuestionCreate, Responder
+from askgate.models import FREE_TEXT_MAX, QuestionCreate, Remind, Responder
 from askgate.parser import ParsedReply, parse_reply
 from askgate.record import (
     NO_ANSWER,
@@ -30,6 +31,7 @@ from askgate.record import (
 )
 from askgate.settings import Settings
 from askgate.status import Reason, Status
+from askgate.timers import plan
 from askgate.timeutil import iso, now_ms
 
 
@@ -46,6 +48,7 @@ class Store:
         self._abort: AsyncScript = redis.register_script(scripts.ABORT_RUN)
         self._watchdog: AsyncScript = redis.register_script(scripts.WATCHDOG)
         self.ledger = Ledger(redis, settings)
+        self.followup = FollowUp(redis, settings)
         self._reserve: AsyncScript = redis.register_script(scripts.RESERVE)
 
     # -- reading -----------------------------------------------------------------------
@@ -126,12 +129,21 @@ class Store:
         max_pending: int | None = None,
         asks_per_s: int | None = None,
         dead_channels: frozenset[str] = frozenset(),
+        default_remind: Remind | None = None,
     ) -> tuple[Record, bool]:
         """Store and publish an ask. Returns (record, created); created is False for an
         idempotent replay of the same tool_call_id. Chat targets must be shown within
         channel_grace_s while no worker of their channel is live, at once for the
-        `dead_channels` (see scripts.WATCHDOG)."""
+        `dead_channels` (see scripts.WATCHDOG); an escalation step's targets, from when
+        the step starts. Reminders follow `body.remind`, else `default_remind` (the
+        tenant's)."""
         timeout_s = self.clamp_timeout(body.timeoutSeconds)
+        problems = body.timing_problems(timeout_s)
+        if problems:
+            raise ValidationFailed("; ".join(problems), problems)
+        remind = body.remind if "remind" in body.model_fields_set else default_remind
+        if remind is not None and remind.max == 0 and remind.final_warning_s is None:
+            remind = None
         now = now_ms()
         expires = now + timeout_s * 1000
         qid = new_question_id(tenant, body.session, body.run_id, body.tool_call_id)
@@ -158,10 +170,15 @@ class Store:
                 retry_after_s=max(1, min(30, -(-int(verdict[1]) // 1000))),
             )
 
-        targets = [tg.model_dump(mode="json", exclude_none=True) for tg in body.targets]
+        targets = [tg.model_dump(mode="json", exclude_none=True)
+                   for _, tg in body.all_targets()]
+        # Every channel with a target in any step gets the question's end; only those
+        # of the ask's own targets get question.created (a step's get question.escalate).
         channels = ["web", *sorted({tg["channel"] for tg in targets} - {"web"})]
+        shown_now: list[str] = ["web", *sorted({tg.channel for tg in body.targets} - {"web"})]
         if body.callback_url is not None:
             channels.append("webhook")
+            shown_now.append("webhook")
         fields: dict[str, str | int] = {
             "tenant": tenant,
             "session": body.session,
@@ -178,7 +195,7 @@ class Store:
         questions = [q.model_dump(mode="json", exclude_defaults=True) for q in body.questions]
         callback = str(body.callback_url) if body.callback_url else None
         watch: list[str | int] = []
-        for i, tg in enumerate(targets):
+        for i, tg in enumerate(targets[:len(body.targets)]):
             if tg["channel"] == "web":
                 fields[f"ds:{i}"] = "delivered"  # the Control UI can always show it
             else:
@@ -195,6 +212,12 @@ class Store:
         for k, v in fields.items():
             flat += [k, v]
         run_key = keys.run(shard, tenant, body.run_id) if body.run_id else keys.due(shard)
+        remind_doc = remind.model_dump(exclude_none=True) if remind is not None else None
+        steps_doc = [{"after_s": st.after_s, "targets": len(st.targets)} for st in body.escalate]
+        doc = encode_doc(questions, targets, callback, remind_doc, steps_doc)
+        timers: list[str | int] = []
+        for due, timer in plan(qid, now, expires, remind, body.escalate):
+            timers += [due, timer.member]
         try:
             reply = await self._create(
                 keys=[
@@ -204,11 +227,12 @@ class Store:
                     run_key,
                     keys.doc(qid),
                     keys.undelivered(shard),
-                    *[keys.events(shard, ch) for ch in channels],
+                    keys.timers(shard),
+                    *[keys.events(shard, ch) for ch in shown_now],
                 ],
                 args=[qid, expires, now, expires - now + self.keep_ms, self.maxlen,
-                      "1" if body.run_id else "0", encode_doc(questions, targets, callback),
-                      tenant, body.session, len(watch) // 2, *watch, *flat],
+                      "1" if body.run_id else "0", doc, tenant, body.session,
+                      len(watch) // 2, *watch, len(timers) // 2, *timers, *flat],
             )
         except BaseException:
             await self._release(tenant, qid)
@@ -233,6 +257,10 @@ class Store:
         record["targets"] = orjson.dumps(targets).decode()
         if callback:
             record["callback"] = callback
+        if remind_doc:
+            record["remind"] = orjson.dumps(remind_doc).decode()
+        if steps_doc:
+            record["steps"] = orjson.dumps(steps_doc).decode()
         return Record(qid, record), True
 
     async def _release(self, tenant: str, qid: str) -> None:
@@ -254,7 +282,7 @@ class Store:
         now = now_ms()
         responder_json = responder.model_dump_json(exclude_none=True) if responder else ""
         reply = await self._resolve(
-            keys=[keys.question(rec.id)],
+            keys=[keys.question(rec.id), keys.metrics(keys.shard_of(rec.id))],
             args=[rec.id, status.value, reason.value if reason else "", result,
                   responder_json, now, self.keep_ms, self.maxlen],
         )
@@ -322,7 +350,7 @@ class Store:
         async with self.redis.pipeline(transaction=False) as pipe:
             for shard in range(keys.SHARDS):
                 await self._abort(
-                    keys=[keys.run(shard, tenant, run_id)],
+                    keys=[keys.run(shard, tenant, run_id), keys.metrics(shard)],
                     args=[now, self.keep_ms, self.maxlen, NO_ANSWER],
                     client=pipe,
                 )
@@ -336,7 +364,7 @@ class Store:
         """End up to sweep_batch overdue questions of one shard as no_answer/timeout.
         Returns (ended, taken): taken == sweep_batch means more may be due."""
         ended, taken = await self._sweep(
-            keys=[keys.due(shard)],
+            keys=[keys.due(shard), keys.metrics(shard)],
             args=[now or now_ms(), self.settings.sweep_batch, self.keep_ms, self.maxlen,
                   NO_ANSWER],
         )
@@ -349,7 +377,7 @@ class Store:
         ended, entries taken): taken == sweep_batch means more may be due."""
         now = now or now_ms()
         failed, ended, taken = await self._watchdog(
-            keys=[keys.undelivered(shard)],
+            keys=[keys.undelivered(shard), keys.metrics(shard)],
             args=[now, self.settings.sweep_batch, self.grace_ms,
                   "," + ",".join(sorted(live)) + ",", self.keep_ms, self.maxlen, NO_ANSWER,
                   iso(now)],

@@ -19,6 +19,7 @@ from redis import Redis as SyncRedis
 from redis.asyncio import Redis
 
 from askgate import keys
+from askgate.models import Remind
 from askgate.netguard import parse_cidrs
 from askgate.timeutil import now_ms
 
@@ -33,6 +34,7 @@ class Tenant:
     channels: dict[str, Any] | None = None
     # Non-public ranges this tenant's URLs may reach (askgate.netguard), as CIDR text.
     outbound_allow: tuple[str, ...] = ()
+    remind: Remind | None = None  # reminders of an ask that says none itself
 
 
 def hash_key(api_key: str) -> str:
@@ -97,6 +99,7 @@ async def load_tenant(redis: Redis, tenant_id: str) -> Tenant | None:
         asks_per_s=int(f["asks_per_s"]) if f.get("asks_per_s") else None,
         channels=orjson.loads(f["channels"]) if f.get("channels") else None,
         outbound_allow=tuple(c for c in f.get("outbound_allow", "").split(",") if c),
+        remind=Remind.model_validate_json(f["remind"]) if f.get("remind") else None,
     )
 
 
@@ -132,6 +135,15 @@ async def set_outbound_allow(redis: Redis, tenant_id: str, cidrs: str) -> tuple[
     else:
         await redis.hdel(record, "outbound_allow")
     return nets
+async def set_remind(redis: Redis, tenant_id: str, remind: Remind | None) -> None:
+    """The tenant's default reminders (None: asks without `remind` get none)."""
+    record = await _record_key(redis, tenant_id)
+    if record is None:
+        raise KeyError(tenant_id)
+    if remind is None:
+        await redis.hdel(record, "remind")
+    else:
+        await redis.hset(record, "remind", remind.model_dump_json(exclude_none=True))
 
 
 def webhook_secret(redis: SyncRedis, tenant_id: str) -> str | None:

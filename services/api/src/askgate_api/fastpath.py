@@ -147,25 +147,27 @@ async def create_ask(store: Store, tenant: Tenant, ask: QuestionCreate,
     dead = await dead_channels(ask, liveness)
     rec, created = await store.create(
         tenant.id, ask, max_pending=tenant.max_pending, asks_per_s=tenant.asks_per_s,
-        dead_channels=dead,
+        dead_channels=dead, default_remind=tenant.remind,
     )
     ASKS.labels("created" if created else "replay").inc()
     return rec, created
 
 
 async def dead_channels(ask: QuestionCreate, liveness: Liveness) -> frozenset[str]:
-    """The target channels with no live worker; refused when no target could show the
-    ask (the agent would wait for its timeout for nothing)."""
-    chat = [(i, tg.channel) for i, tg in enumerate(ask.targets) if tg.channel != "web"]
+    """The target channels with no live worker; refused when no target, in any
+    escalation step, could show the ask (the agent would wait for its timeout for
+    nothing)."""
+    every = ask.all_targets()
+    chat = [(path, tg.channel) for path, tg in every if tg.channel != "web"]
     if not chat:
         return frozenset()
     live = await liveness.live()
     dead = frozenset(ch for _, ch in chat if ch not in live)
-    if dead and len(chat) == len(ask.targets) and dead >= {ch for _, ch in chat}:
-        i, ch = chat[0]
+    if dead and len(chat) == len(every) and dead >= {ch for _, ch in chat}:
+        path, ch = chat[0]
         ASKS.labels("no_live_worker").inc()
         raise ValidationFailed(
-            f"targets[{i}].channel {ch!r} has no live askgate-{ch} worker, so nobody would "
+            f"{path}.channel {ch!r} has no live askgate-{ch} worker, so nobody would "
             f"see the question; start the {ch} worker (see README, Channels) or add "
             '{"channel": "web"} to targets'
         )

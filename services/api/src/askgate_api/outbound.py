@@ -1,6 +1,6 @@
-"""The ask's outbound URLs (`callback_url`, text targets' `url`) against the outbound
-policy (askgate.netguard) before anything is stored: a URL that is or resolves to an
-internal address is a 422 naming its field."""
+"""The ask's outbound URLs (`callback_url`, text targets' `url`, also in escalation
+steps) against the outbound policy (askgate.netguard) before anything is stored: a URL
+that is or resolves to an internal address is a 422 naming its field."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ class OutboundCheck:
         self.resolver = resolver
 
     async def check_ask(self, tenant: Tenant, ask: QuestionCreate) -> None:
-        urls = [(f"targets[{i}].url", str(tg.url)) for i, tg in enumerate(ask.targets)
+        # Every step's targets too: an escalation step's URL is reached just the same.
+        urls = [(f"{path}.url", str(tg.url)) for path, tg in ask.all_targets()
                 if isinstance(tg, TextTarget)]
         if ask.callback_url is not None:
             urls.insert(0, ("callback_url", str(ask.callback_url)))

@@ -57,6 +57,20 @@ class DiscordAdapter:
         return SentPrompt(ref={"channel_id": channel_id, "message_id": message_id},
                           message=message_id, destination=channel_id)
 
+    async def send_reminder(self, rec: Record, index: int, target: Target,
+                            ref: dict[str, Any], text: str, n: int) -> SentPrompt | None:
+        """A reply to the prompt (Discord shows what it answers), sent with its own nonce so
+        a retry shows it once."""
+        app = await self._app(rec.tenant)
+        channel_id = str(ref.get("channel_id") or self.destination(rec, target))
+        payload: dict[str, Any] = {"content": text, "nonce": f"{rec.id}.{index}.{n}",
+                                   "enforce_nonce": True, "allowed_mentions": {"parse": []}}
+        if ref.get("message_id"):
+            payload["message_reference"] = {"message_id": str(ref["message_id"]),
+                                            "fail_if_not_exists": False}
+        msg = await self.client.create_message(app.bot_token, channel_id, payload)
+        return SentPrompt(message=str(msg.get("id") or "") or None, destination=channel_id)
+
     async def finalise(self, rec: Record, index: int, target: Target,
                        ref: dict[str, Any]) -> None:
         if not ref.get("message_id"):

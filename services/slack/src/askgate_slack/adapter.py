@@ -119,6 +119,18 @@ class SlackAdapter:
                 return None
         return None
 
+    async def send_reminder(self, rec: Record, index: int, target: Target,
+                            ref: dict[str, Any], text: str, n: int) -> SentPrompt | None:
+        """A reply in the prompt's thread (where an answer may be typed too)."""
+        assert isinstance(target, SlackTarget)
+        ws = await self._ws(rec.tenant)
+        channel = str(ref.get("channel") or target.channel_id)
+        thread = ref.get("ts") or target.thread_ts
+        resp = await call(lambda: ws.client.chat_postMessage(
+            channel=channel, thread_ts=thread, text=text, unfurl_links=False,
+            unfurl_media=False))
+        return SentPrompt(message=str(resp["ts"]), destination=str(resp["channel"]))
+
     async def finalise(self, rec: Record, index: int, target: Target,
                        ref: dict[str, Any]) -> None:
         if not ref.get("ts") or not ref.get("channel"):

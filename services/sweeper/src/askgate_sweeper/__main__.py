@@ -1,6 +1,7 @@
-"""`askgate-sweeper`: ends expired questions as no_answer/timeout, and fails chat targets
-that no live worker of their channel showed in time (the watchdog), so an ask to a
-channel nobody serves ends as delivery_failed instead of waiting for its timeout.
+"""`askgate-sweeper`: ends expired questions as no_answer/timeout, fires the reminders and
+escalation steps that fall due (`askgate.timers`), and fails chat targets that no live
+worker of their channel showed in time (the watchdog), so an ask to a channel nobody
+serves ends as delivery_failed instead of waiting for its timeout.
 
 Any number of replicas may run: each sweep is one Lua script per shard, so a question
 ends once whichever replica gets to it first. A shard that fails (its cluster node down,
@@ -82,6 +83,19 @@ async def sweep_once(store: Store, now: int | None = None) -> int:
     return await over_shards(store, step)
 
 
+async def timers_once(store: Store, now: int | None = None) -> int:
+    """Fire every due reminder and escalation step of a pending question; returns how
+    many fired (each once, whichever replica pops it)."""
+
+    async def step(shard: int) -> tuple[int, int]:
+        fired, taken = await store.followup.fire_timers(shard, now)
+        if fired:
+            log.info("sweeper.timers", shard=shard, fired=fired)
+        return fired, taken
+
+    return await over_shards(store, step)
+
+
 CHAT_CHANNELS = [ch for ch in CHANNELS if ch != "web"]
 # The watchdog needs no faster pace: a target gets channel_grace_s (30 s) anyway.
 WATCH_EVERY_S = 1.0
@@ -114,6 +128,7 @@ async def serve(settings: Settings, stop: asyncio.Event) -> None:
             delay = settings.sweep_interval_ms / 1000
             try:
                 await sweep_once(store)
+                await timers_once(store)
                 if time.monotonic() - watched >= WATCH_EVERY_S:
                     watched = time.monotonic()
                     await watch_once(store)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aiogram.types import Message
+from aiogram.types import Message, ReplyParameters
 from askgate.channels import ExtraMessage, PermanentError, SentPrompt, StalePolicy
 from askgate.models import Target, TelegramTarget
 from askgate.record import Record
@@ -95,6 +95,19 @@ class TelegramAdapter:
             return  # assumed shown, never tapped: its message id is not known
         await self._summarise(rec, str(ref["chat_id"]), int(ref["message_id"]),
                               private=ref.get("chat_type") == "private")
+
+    async def send_reminder(self, rec: Record, index: int, target: Target,
+                            ref: dict[str, Any], text: str, n: int) -> SentPrompt | None:
+        """A reply to the prompt (a plain message when its id is not known): deleted
+        when the question ends, like every helper message."""
+        tb = await self.bot(rec.tenant)
+        chat_id = str(ref.get("chat_id") or self.destination(rec, target))
+        reply = ReplyParameters(message_id=int(ref["message_id"]),
+                                allow_sending_without_reply=True) \
+            if ref.get("message_id") else None
+        msg = await call(lambda: tb.bot.send_message(chat_id=chat_id, text=text,
+                                                     reply_parameters=reply))
+        return SentPrompt(message=str(msg.message_id), destination=str(msg.chat.id))
 
     async def finalise_message(self, rec: Record, target: Target,
                                extra: ExtraMessage) -> None:

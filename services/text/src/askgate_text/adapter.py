@@ -18,7 +18,7 @@ from askgate.tenants import load_tenant
 from redis.asyncio import Redis
 
 from askgate_text.client import TextClient
-from askgate_text.render import question_payload, summary_payload
+from askgate_text.render import question_payload, reminder_payload, summary_payload
 
 CHANNEL = "text"
 
@@ -53,3 +53,10 @@ class TextAdapter:
         await self.client.post(self.destination(rec, target), await self._secret(rec.tenant),
                                summary_payload(rec), f"{rec.id}:{index}:summary",
                                tenant=rec.tenant)
+
+    async def send_reminder(self, rec: Record, index: int, target: Target,
+                            ref: dict[str, Any], text: str, n: int) -> SentPrompt | None:
+        await self.client.post(self.destination(rec, target), await self._secret(rec.tenant),
+                               reminder_payload(rec, text, n), f"{rec.id}:{index}:reminder:{n}",
+                               tenant=rec.tenant)
+        return None  # nothing to tidy: the platform shows what it was sent

@@ -20,6 +20,21 @@ def question_payload(rec: Record) -> dict[str, Any]:
     }
 
 
+def reminder_payload(rec: Record, text: str, n: int) -> dict[str, Any]:
+    """Reminder n: `[Deploy] Still waiting for your answer — 10 min left.` (the headers
+    say which question: a text platform has no reply-to)."""
+    headers = " · ".join(q.header for q in rec.questions)
+    return {
+        "type": "reminder",
+        "question_id": rec.id,
+        "session": rec.session,
+        "n": n,
+        "text": f"[{headers}] {text}",
+        "locale": rec.locale,
+        "expires_at": iso(rec.expires_ms),
+    }
+
+
 def summary_payload(rec: Record) -> dict[str, Any]:
     return {
         "type": "summary",

@@ -16,7 +16,13 @@ from dataclasses import dataclass
 import orjson
 import structlog
 from askgate import keys
-from askgate.events import EventType, QuestionResolved, parse_event
+from askgate.events import (
+    EventType,
+    QuestionCreated,
+    QuestionEscalate,
+    QuestionResolved,
+    parse_event,
+)
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
@@ -135,6 +141,10 @@ class Hub:
         if isinstance(event, QuestionResolved):
             change = Change(EventType.RESOLVED, event.question_id, event.status.value,
                             event.reason.value if event.reason else "")
-        else:
+        elif isinstance(event, QuestionCreated):
             change = Change(EventType.CREATED, event.question_id)
+        elif isinstance(event, QuestionEscalate):
+            change = Change(EventType.ESCALATE, event.question_id)  # more deliveries
+        else:
+            return
         self.publish(event.tenant, event.session, change)

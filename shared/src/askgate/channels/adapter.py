@@ -62,6 +62,14 @@ class ChannelAdapter(Protocol):
         """Turn the shown prompt into its summary (`rec` is final); idempotent."""
         ...
 
+    async def send_reminder(self, rec: Record, index: int, target: Target,
+                            ref: dict[str, Any], text: str, n: int) -> SentPrompt | None:
+        """Send reminder `n`, `text` (a short reminder in the ask's locale), at the
+        target, replying to or linking the prompt whose ledger ref is `ref`. Returns the
+        message (its id and where it is) when the platform gives one, so it can be tidied
+        at the end."""
+        ...
+
 
 @runtime_checkable
 class MessageFinaliser(Protocol):

@@ -1,8 +1,9 @@
 """`ChannelWorker`: delivery and finalisation for every target of one channel, written
 once. `handle(event)` is the stream consumer's handler.
 
-- `question.created`: each of the question's targets on this channel is claimed in the
-  ledger, sent by the adapter, and confirmed with the platform's ref. Targets run
+- `question.created`: each of the question's own targets on this channel is claimed in
+  the ledger, sent by the adapter, and confirmed with the platform's ref;
+  `question.escalate` does the same for one escalation step's targets. Targets run
   concurrently (bounded by `concurrency`); a destination under a 429 waits alone
   (`RateGate`). A transient failure is retried here after a short back-off, a few times,
   before the stream entry is left for a later round; every counted try uses up one of
@@ -12,6 +13,9 @@ once. `handle(event)` is the stream consumer's handler.
   the adapter, then marked in the ledger, so a replayed event edits nothing twice. The
   question's extra messages (`track`: a prompt shown again, helper messages) go to the
   adapter's `finalise_message` once each.
+- `question.remind`: every target of this channel whose prompt is shown gets reminder n
+  once (claimed in the ledger before the platform call), replying to or linking its
+  prompt; the reminder is an extra message, tidied when the question ends.
 """
 
 from __future__ import annotations
@@ -34,10 +38,11 @@ from askgate.channels.adapter import (
 from askgate.channels.inbound import PromptIndex, Selections
 from askgate.consumer import Event, RetryLater
 from askgate.errors import PermanentError, ThrottledError, TransientError
-from askgate.events import QuestionCreated, QuestionResolved
+from askgate.events import QuestionCreated, QuestionEscalate, QuestionRemind, QuestionResolved
 from askgate.ledger import StalePolicy
 from askgate.models import Target
 from askgate.record import Record
+from askgate.render import reminder_text
 from askgate.status import DeliveryState
 from askgate.store import Store
 
@@ -45,6 +50,8 @@ log = structlog.get_logger("askgate.channels")
 
 # 429s in a row that one handling of a target absorbs before leaving it for later.
 MAX_THROTTLES = 5
+# The kind of a reminder among a question's extra messages (`track`).
+REMINDER = "reminder"
 
 
 @dataclass(frozen=True)
@@ -110,6 +117,10 @@ class ChannelWorker:
         payload = event.payload
         if isinstance(payload, QuestionCreated):
             await self.deliver(payload.question_id)
+        elif isinstance(payload, QuestionEscalate):
+            await self.deliver(payload.question_id, step=payload.step)
+        elif isinstance(payload, QuestionRemind):
+            await self.remind(payload)
         elif isinstance(payload, QuestionResolved):
             await self.finalise(payload.question_id)
 
@@ -123,11 +134,13 @@ class ChannelWorker:
 
     # -- delivery ------------------------------------------------------------------------
 
-    async def deliver(self, question_id: str) -> None:
+    async def deliver(self, question_id: str, step: int = 0) -> None:
+        """Show the question on this channel's targets of one escalation step (0: the
+        ask's own targets)."""
         rec = await self.store.load(question_id)
         if rec is None or not rec.pending:
             return  # gone, or ended before it could be shown: nothing to show
-        targets = rec.targets_of(self.channel)
+        targets = rec.targets_of(self.channel, step)
         outcomes = await asyncio.gather(
             *(self._deliver(rec, i, tg) for i, tg in targets), return_exceptions=True)
         # The question may have ended while we were sending: its resolved event found
@@ -269,7 +282,8 @@ class ChannelWorker:
                      reason=rec.reason.value if rec.reason else None)
 
     async def _settle_call(self, rec: Record, index: int, destination: str,
-                           fn: Callable[[], Awaitable[None]]) -> str:
+                           fn: Callable[[], Awaitable[None]],
+                           what: str = "prompt.finalise_failed") -> str:
         """One finalising platform call, with the destination's 429s and quick retries:
         "done", or "failed" when the platform refuses for good; Later to try again on a
         later round."""
@@ -294,10 +308,54 @@ class ChannelWorker:
                 continue
             except PermanentError as exc:
                 # The message was deleted, the bot removed: nothing left to edit.
-                log.warning("prompt.finalise_failed", question_id=rec.id, target=index,
+                log.warning(what, question_id=rec.id, target=index,
                             channel=self.channel, error=exc.message)
                 return "failed"
             return "done"
+
+    # -- reminders -----------------------------------------------------------------------
+
+    async def remind(self, event: QuestionRemind) -> None:
+        rec = await self.store.load(event.question_id)
+        if rec is None or not rec.pending:
+            return  # it ended: a reminder now would only confuse
+        text = reminder_text(rec.locale, event.left_ms, final=event.final)
+        shown = [(i, tg) for i, tg in rec.targets_of(self.channel)
+                 if rec.delivery(i).state == DeliveryState.DELIVERED]
+        outcomes = await asyncio.gather(
+            *(self._remind(rec, i, tg, event.n, text) for i, tg in shown),
+            return_exceptions=True)
+        for out in outcomes:
+            if isinstance(out, Later):
+                raise RetryLater(f"{rec.id}: {self.channel} reminder {event.n} later")
+            if isinstance(out, BaseException):
+                raise out
+
+    async def _remind(self, rec: Record, index: int, target: Target, n: int,
+                      text: str) -> None:
+        """Reminder n to one shown prompt, once: claimed first, handed back when the
+        platform is unreachable for now (Later), kept as failed when it refuses."""
+        if not await self.ledger.claim_reminder(rec, index, n):
+            return
+        sent: list[SentPrompt | None] = []
+        ref = rec.delivery(index).ref
+
+        async def send() -> None:
+            sent.append(await self.adapter.send_reminder(rec, index, target, ref, text, n))
+
+        try:
+            outcome = await self._settle_call(rec, index, self.adapter.destination(rec, target),
+                                              send, "reminder.failed")
+        except BaseException:
+            await self.ledger.reminder_done(rec, index, n, "")
+            raise
+        await self.ledger.reminder_done(rec, index, n, "sent" if outcome == "done" else "failed")
+        log.info("reminder.sent", question_id=rec.id, tenant=rec.tenant, channel=self.channel,
+                 target=index, n=n, outcome=outcome)
+        message = sent[0] if sent else None
+        if message is not None and message.message is not None:
+            await self.track(rec, index, message.destination or self.adapter.destination(
+                rec, target), message.message, REMINDER)
 
     # -- extra messages ------------------------------------------------------------------
 

@@ -1,0 +1,53 @@
+"""Fixtures of the integration tests that more than one module uses: a local receiver of
+outgoing POSTs, and the plain-text channel worker in-process."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
+
+import pytest
+from askgate import keys
+from askgate.redis_server import RedisProcess
+from askgate_text.__main__ import serve
+from askgate_text.config import TextSettings
+from redis.asyncio import Redis
+
+from tests.conftest import SECRET
+from tests.integration.http_receiver import Receiver
+from tests.support.waiting import eventually
+
+StartWorker = Callable[..., Awaitable[None]]
+# The local receivers listen on 127.0.0.1, which the outbound policy refuses unless opened.
+LOCAL = "127.0.0.0/8"
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    with Receiver() as r:
+        yield r
+
+
+@pytest.fixture
+async def text_worker(redis_server: RedisProcess, redis: Redis) -> AsyncIterator[StartWorker]:
+    """Starts the text worker's `serve` with test settings; stops it after the test."""
+    stop = asyncio.Event()
+    tasks: list[asyncio.Task[None]] = []
+
+    async def start(**overrides: Any) -> None:
+        values: dict[str, Any] = {
+            "redis_url": redis_server.url, "secret_key": SECRET, "timeout_min_s": 1,
+            "outbound_allow": LOCAL,
+            "delivery_backoff_s": 0.01, "consumer_block_ms": 50, **overrides,
+        }
+        tasks.append(asyncio.create_task(serve(TextSettings(**values), stop)))
+        # Asks to the text channel are refused until a worker is live.
+        await eventually(lambda: redis.exists(keys.channel_live("text")), "the text worker",
+                         30)
+
+    yield start
+    stop.set()
+    await asyncio.wait_for(asyncio.gather(*tasks), 15)
+
+

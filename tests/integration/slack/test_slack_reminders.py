@@ -1,0 +1,30 @@
+"""Reminders in Slack: a reply in the prompt's thread, in the ask's language."""
+
+from __future__ import annotations
+
+from tests.integration.slack.conftest import ROOM, Harness, eventually
+from tests.support.timers import created_ms, fire_timers
+
+
+async def test_a_reminder_is_a_reply_in_the_prompts_thread(sl: Harness) -> None:
+    """Reminder 1 goes to the prompt's thread, once, with the time left."""
+    q = await sl.ask(timeoutSeconds=600, remind={"every_s": 120})
+    prompt = await sl.prompt()
+    await eventually(lambda: _delivered(sl, q["id"]), "the prompt confirmed")
+    at = created_ms(q) + 120_000
+    assert await fire_timers(sl.redis, at) == 1
+    assert await sl.said(ROOM, prompt.ts) == ["Still waiting for your answer — 8 min left."]
+    assert await fire_timers(sl.redis, at) == 0
+
+
+async def test_a_final_warning_in_hindi(sl: Harness) -> None:
+    """The final warning speaks the ask's language."""
+    q = await sl.ask(locale="hi", timeoutSeconds=600, remind={"max": 0, "final_warning_s": 45})
+    prompt = await sl.prompt()
+    await eventually(lambda: _delivered(sl, q["id"]), "the prompt confirmed")
+    await fire_timers(sl.redis, created_ms(q) + 555_000)
+    assert await sl.said(ROOM, prompt.ts) == ["अंतिम सूचना: यह प्रश्न 45 सेकंड में समाप्त हो जाएगा।"]
+
+
+async def _delivered(sl: Harness, qid: str) -> bool:
+    return bool((await sl.question(qid))["deliveries"][0]["status"] == "delivered")

@@ -1,0 +1,60 @@
+"""Reminders and escalation in Telegram: a reminder replies to the prompt in the ask's
+language and goes when the question ends; a step shows the question in another chat,
+and the answer there ends it everywhere."""
+
+from __future__ import annotations
+
+from tests.integration.telegram.conftest import ADA, GROUP, PRIVATE, Harness, eventually
+from tests.support.timers import created_ms, fire_timers
+
+
+async def test_a_reminder_replies_to_the_prompt(tg: Harness) -> None:
+    """Reminder 1 is a reply to the prompt, in the ask's locale, with the time left."""
+    q = await tg.ask(locale="tr", timeoutSeconds=900, remind={"every_s": 300})
+    prompt = await tg.prompt()
+    await eventually(lambda: _delivered(tg, q["id"]), "the prompt confirmed")
+    assert await fire_timers(tg.redis, created_ms(q) + 300_000) == 1
+    reminder = await eventually(lambda: _reminders(tg), "the reminder")
+    (msg,) = reminder
+    assert msg.text == "Hâlâ cevabınızı bekliyoruz — 10 dk kaldı."
+    assert msg.raw["reply_to_message"]["message_id"] == prompt.message_id
+
+
+async def test_the_reminder_goes_when_the_question_ends(tg: Harness) -> None:
+    """Once answered, the chat keeps only the summary: the reminder is deleted."""
+    q = await tg.ask(remind={"every_s": 300})
+    prompt = await tg.prompt()
+    await eventually(lambda: _delivered(tg, q["id"]), "the prompt confirmed")
+    await fire_timers(tg.redis, created_ms(q) + 300_000)
+    (reminder,) = await eventually(lambda: _reminders(tg), "the reminder")
+    await tg.post(tg.fake.text(PRIVATE, "2", ADA, reply_to=prompt))
+    await eventually(lambda: tg.said() == ["Answered: Production"],
+                     f"only the summary left (now {tg.said()})")
+    assert (PRIVATE, reminder.message_id) in tg.fake.deleted
+    assert (await tg.question(q["id"]))["deliveries"][0]["reminders"] == 1
+
+
+async def test_an_escalation_step_shows_the_question_in_another_chat(tg: Harness) -> None:
+    """At after_s the group gets the prompt too; an answer there ends it in both chats."""
+    q = await tg.ask(escalate=[{"after_s": 600, "targets": [
+        {"channel": "telegram", "chat_id": str(GROUP)}]}])
+    first = await tg.prompt()
+    assert not tg.bot_messages(GROUP)
+    await fire_timers(tg.redis, created_ms(q) + 600_000)
+    second = await tg.prompt(GROUP)
+    await tg.post(tg.fake.tap(second, second.buttons[1][0]["callback_data"], ADA))
+    assert (await tg.wait_result(q["id"]))["result"]["answers"]["answers"] == {
+        "deploy_target": ["Production"]}
+    assert await tg.summary(first) == "Answered: Production"
+    assert await tg.summary(second) == "Answered: Production"
+    step = (await tg.question(q["id"]))["escalation"][0]
+    assert step["started_at"] is not None and step["targets"] == [1]
+
+
+async def _delivered(tg: Harness, qid: str) -> bool:
+    return bool((await tg.question(qid))["deliveries"][0]["status"] == "delivered")
+
+
+def _reminders(tg: Harness) -> list[object]:
+    return [m for m in tg.bot_messages() if m.raw.get("reply_to_message")
+            and not m.raw.get("reply_markup")]
