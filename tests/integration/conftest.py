@@ -7,9 +7,11 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
+import httpx
 import pytest
 from askgate import keys
 from askgate.redis_server import RedisProcess
+from askgate.settings import Settings
 from askgate_text.__main__ import serve
 from askgate_text.config import TextSettings
 from redis.asyncio import Redis
@@ -51,3 +53,16 @@ async def text_worker(redis_server: RedisProcess, redis: Redis) -> AsyncIterator
     await asyncio.wait_for(asyncio.gather(*tasks), 15)
 
 
+
+
+@pytest.fixture
+async def web_client(settings: Settings, redis: Redis) -> AsyncIterator[httpx.AsyncClient]:
+    """The real web Control UI app (lifespan included) behind an in-process client."""
+    from askgate_web.app import create_app
+
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://web") as client:
+            client.app = app  # type: ignore[attr-defined]
+            yield client

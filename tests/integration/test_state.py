@@ -88,7 +88,8 @@ async def test_answer_vs_expiry_races(redis: Redis, redis_server: Any, settings:
             await store.answer(tenant.id, qid, {"deploy_target": ["Production"]})
             answered.add(qid)
         except AlreadyFinal as exc:
-            assert exc.message == "This question has expired."
+            # The answer that lost to the timeout is kept as the question's late answer.
+            assert exc.late and exc.message.startswith("This question has expired; your answer")
             lost.add(qid)
 
     async def sweeper() -> None:
@@ -113,6 +114,7 @@ async def test_answer_vs_expiry_races(redis: Redis, redis_server: Any, settings:
         else:
             assert (rec.status, rec.reason) == ("no_answer", "timeout")
             assert notes.payloads[qid] == b'{"status":"no_answer"}'
+            assert len(rec.late_answers()) == 1
         assert await redis.get(keys.result_key(qid)) == notes.payloads[qid]
     resolved = Counter()
     for stream in keys.all_events("web"):

@@ -80,6 +80,12 @@ def _too_many(q: QuestionIn, count: int) -> str:
             "once")
 
 
+def late_message(reason: str | None, locale: str = "en") -> str:
+    """What a person whose answer came after the end is told: it was kept, and the
+    agent went on without it."""
+    return t(locale, "late_expired" if reason == Reason.TIMEOUT else "late_ended")
+
+
 def ended_message(status: str, reason: str | None, locale: str = "en") -> str:
     if status == Status.ANSWERED:
         return t(locale, "already_answered")

@@ -56,10 +56,12 @@ class AlreadyFinal(AskgateError):
     code = "already_final"
     http_status = 409
 
-    def __init__(self, message: str, status: str, reason: str | None) -> None:
+    def __init__(self, message: str, status: str, reason: str | None,
+                 late: bool = False) -> None:
         super().__init__(message)
         self.status = status
         self.reason = reason
+        self.late = late  # the answer was kept as the question's late answer
 
 
 class IncompleteAnswer(AskgateError):

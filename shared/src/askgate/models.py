@@ -517,6 +517,25 @@ class EscalationState(BaseModel):
     targets: list[int]  # indexes into deliveries
 
 
+class Audit(BaseModel):
+    """Who ended a final question, where, and how long after the ask."""
+
+    channel: str | None = None
+    target: int | None = None  # the index into deliveries the answer came through
+    user_id: str | None = None
+    name: str | None = None
+    after_s: float
+
+
+class LateAnswer(BaseModel):
+    """An answer that came after the question ended without one: kept, never the result."""
+
+    answers: dict[str, list[str]]
+    responder: Responder | None = None
+    target: int | None = None
+    at: str
+
+
 class QuestionPublic(BaseModel):
     """The question resource returned by the HTTP API."""
 
@@ -543,6 +562,9 @@ class QuestionPublic(BaseModel):
     webhook: dict[str, Any] | None = None
     remind: RemindState | None = None
     escalation: list[EscalationState] = Field(default_factory=list)
+    audit: Audit | None = None
+    late_answer: LateAnswer | None = None  # the first of late_answers
+    late_answers: list[LateAnswer] = Field(default_factory=list)
 
 
 # -- errors ------------------------------------------------------------------------------

@@ -174,7 +174,27 @@ class Record:
     @property
     def responder(self) -> Responder | None:
         raw = self.f.get("responder")
-        return Responder.model_validate_json(raw) if raw else None
+        if not raw:
+            return None
+        doc = orjson.loads(raw)
+        doc.pop("target", None)  # stored beside the responder for the audit
+        return Responder.model_validate(doc)
+
+    def audit_dict(self) -> dict[str, Any] | None:
+        """Who ended the question, through which channel and target (index into
+        `deliveries`), and how long after the ask; None while pending."""
+        f = self.f
+        if not f.get("resolved"):
+            return None
+        r = orjson.loads(f["responder"]) if f.get("responder") else {}
+        return {"channel": r.get("channel"), "target": r.get("target"),
+                "user_id": r.get("user_id"), "name": r.get("name"),
+                "after_s": (int(f["resolved"]) - int(f["created"])) / 1000}
+
+    def late_answers(self) -> list[dict[str, Any]]:
+        """Answers that came after the question ended without one, oldest first."""
+        n = int(self.f.get("late:n") or 0)
+        return [orjson.loads(self.f[f"late:{k}"]) for k in range(n) if f"late:{k}" in self.f]
 
     @property
     def result(self) -> dict[str, Any] | None:
@@ -234,6 +254,7 @@ class Record:
         orjson.dumps only."""
         f = self.f
         raw = orjson.Fragment if fragments else orjson.loads
+        late = self.late_answers()
         responder = None
         if f.get("responder"):
             r = orjson.loads(f["responder"])
@@ -263,6 +284,9 @@ class Record:
             "webhook": orjson.loads(f["webhook"]) if f.get("webhook") else None,
             "remind": self.remind_dict(),
             "escalation": self.escalation_dicts(),
+            "audit": self.audit_dict(),
+            "late_answer": late[0] if late else None,
+            "late_answers": late,
         }
 
     def public(self, web_url: str | None = None) -> QuestionPublic:

@@ -49,6 +49,11 @@ class Settings(BaseSettings):
     tenant_max_pending: int = Field(1000, ge=1)
     tenant_asks_per_s: int = Field(50, ge=1)
 
+    # A session message (POST /v1/sessions/{s}/messages) with nothing pending is kept as
+    # the late answer of the session's newest question when that one ended without an
+    # answer at most this long ago (0: never; an answer to a named question always is).
+    late_answer_window_s: int = Field(600, ge=0)
+
     # A chat target not shown this long after its ask, while its channel has no live
     # worker, fails (when no other target can show the ask, it ends delivery_failed).
     channel_grace_s: int = Field(30, ge=1)

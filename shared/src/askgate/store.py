@@ -14,8 +14,15 @@ from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 
 from askgate import keys, scripts
-from askgate.answers import canonical_answers, ended_message
-from askgate.errors import AlreadyFinal, NotFound, RateLimited, SessionBusy, ValidationFailed
+from askgate.answers import canonical_answers, ended_message, late_message
+from askgate.errors import (
+    AlreadyFinal,
+    IncompleteAnswer,
+    NotFound,
+    RateLimited,
+    SessionBusy,
+    ValidationFailed,
+)
 from askgate.followup import FollowUp
 from askgate.ledger import Ledger, watch_member
 from askgate.models import FREE_TEXT_MAX, QuestionCreate, Remind, Responder
@@ -104,6 +111,16 @@ class Store:
             if rec is not None and (status is None or rec.status == status):
                 out.append(rec)
         return out
+
+    async def ended_lately(self, tenant: str, session: str) -> Record | None:
+        """The session's newest question when it ended without an answer within
+        late_answer_window_s: what a message with nothing pending may be late for."""
+        window_ms = self.settings.late_answer_window_s * 1000
+        newest = await self.list_session(tenant, session, limit=1)
+        if not window_ms or not newest or newest[0].status != Status.NO_ANSWER:
+            return None
+        rec = newest[0]
+        return rec if int(rec.f.get("resolved") or 0) + window_ms >= now_ms() else None
 
     async def pending_for(self, tenant: str, session: str) -> Record | None:
         shard = keys.shard_for(tenant, session)
@@ -278,9 +295,14 @@ class Store:
         reason: Reason | None,
         result: bytes,
         responder: Responder | None,
+        target: int | None = None,
+        answers: dict[str, list[str]] | None = None,
     ) -> Record:
+        """The final transition. `target`: the index of the target the answer came
+        through (kept with the responder, for the audit); `answers`: kept as a late answer
+        when the question ended without one first."""
         now = now_ms()
-        responder_json = responder.model_dump_json(exclude_none=True) if responder else ""
+        responder_json = _responder_json(responder, target)
         reply = await self._resolve(
             keys=[keys.question(rec.id), keys.metrics(keys.shard_of(rec.id))],
             args=[rec.id, status.value, reason.value if reason else "", result,
@@ -288,6 +310,9 @@ class Store:
         )
         if reply[0] == b"final":
             cur, cur_reason = reply[1].decode(), reply[2].decode() or None
+            if answers is not None:
+                rec.f.update(status=cur, reason=cur_reason or "")
+                await self._late(rec, answers, responder, target)
             raise AlreadyFinal(ended_message(cur, cur_reason, rec.locale), cur, cur_reason)
         if reply[0] == b"missing":
             raise NotFound(f"question {rec.id} not found")
@@ -303,32 +328,61 @@ class Store:
             raise AlreadyFinal(ended_message(rec.f["status"], rec.f.get("reason"), rec.locale),
                                rec.f["status"], rec.f.get("reason") or None)
 
+    async def _late(self, rec: Record, answers: dict[str, list[str]],
+                    responder: Responder | None, target: int | None) -> None:
+        """An answer to a question that had ended: kept as its late answer when it ended
+        without one (the result does not change), then refused all the same."""
+        if rec.status == Status.NO_ANSWER and \
+                await self.followup.keep_late(rec, answers, responder, target):
+            raise AlreadyFinal(late_message(rec.f.get("reason"), rec.locale), rec.f["status"],
+                               rec.f.get("reason") or None, late=True)
+        self._check_pending(rec)
+
     async def answer(
         self,
         tenant: str,
         question_id: str,
         answers: Mapping[str, list[str] | str],
         responder: Responder | None = None,
+        *,
+        target: int | None = None,
     ) -> Record:
+        """Answer with labels or free text per question id. After the end the answer is
+        checked all the same and, if the question ended without one, kept as late."""
         rec = await self.get(tenant, question_id)
-        self._check_pending(rec)
+        if rec.status != Status.PENDING:
+            try:
+                late = canonical_answers(rec.questions, answers, rec.locale)
+            except (IncompleteAnswer, ValidationFailed):
+                late = None  # not an answer: the person hears only that it ended
+            if late is not None:
+                await self._late(rec, late, responder, target)
+            self._check_pending(rec)
         canonical = canonical_answers(rec.questions, answers, rec.locale)
-        return await self._finish(rec, Status.ANSWERED, None, result_json(canonical), responder)
+        return await self._finish(rec, Status.ANSWERED, None, result_json(canonical), responder,
+                                  target, canonical)
 
     async def apply_reply(
-        self, rec: Record, text: str, responder: Responder | None = None
+        self, rec: Record, text: str, responder: Responder | None = None, *,
+        target: int | None = None,
     ) -> tuple[Record, ParsedReply]:
-        """Read a plain-text message as the answer to `rec` (SPEC §5). Every channel's
-        replies come through here, so the one free-text limit holds for all of them."""
+        """Read a plain-text message as the answer to `rec` (SPEC §5); after the end, one
+        that reads as answers is kept as late (see answer). Every channel's replies come
+        through here, so the one free-text limit holds for all of them."""
         if len(text) > FREE_TEXT_MAX:
             raise ValidationFailed(f"text must be at most {FREE_TEXT_MAX} characters; shorten it")
-        self._check_pending(rec)
         parsed = parse_reply(rec.questions, text, rec.locale)
+        if rec.status != Status.PENDING:
+            if parsed.kind == "answers":
+                await self._late(rec, parsed.answers, responder, target)
+            self._check_pending(rec)
         if parsed.kind == "skip":
-            rec = await self._finish(rec, Status.NO_ANSWER, Reason.SKIPPED, NO_ANSWER, responder)
+            rec = await self._finish(rec, Status.NO_ANSWER, Reason.SKIPPED, NO_ANSWER, responder,
+                                     target)
         elif parsed.kind == "answers":
             rec = await self._finish(
-                rec, Status.ANSWERED, None, result_json(parsed.answers), responder
+                rec, Status.ANSWERED, None, result_json(parsed.answers), responder, target,
+                parsed.answers,
             )
         return rec, parsed
 
@@ -338,12 +392,13 @@ class Store:
         return await self.apply_reply(await self.get(tenant, question_id), text, responder)
 
     async def end(
-        self, tenant: str, question_id: str, reason: Reason, responder: Responder | None = None
+        self, tenant: str, question_id: str, reason: Reason, responder: Responder | None = None,
+        *, target: int | None = None,
     ) -> Record:
         """Skip or cancel: the question ends as no_answer with `reason`."""
         rec = await self.get(tenant, question_id)
         self._check_pending(rec)
-        return await self._finish(rec, Status.NO_ANSWER, reason, NO_ANSWER, responder)
+        return await self._finish(rec, Status.NO_ANSWER, reason, NO_ANSWER, responder, target)
 
     async def abort_run(self, tenant: str, run_id: str) -> list[str]:
         now = now_ms()
@@ -383,3 +438,14 @@ class Store:
                   iso(now)],
         )
         return int(failed), int(ended), int(taken)
+
+
+def _responder_json(responder: Responder | None, target: int | None) -> str:
+    """The responder as stored: its fields, and the index of the target the answer came
+    through (the audit's `target`)."""
+    if responder is None and target is None:
+        return ""
+    doc = responder.model_dump(exclude_none=True) if responder else {}
+    if target is not None:
+        doc["target"] = target
+    return orjson.dumps(doc).decode()

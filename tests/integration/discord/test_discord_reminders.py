@@ -19,5 +19,23 @@ async def test_a_reminder_references_the_prompt(dc: Harness) -> None:
     assert call.body["allowed_mentions"] == {"parse": []}
 
 
+async def test_a_click_after_the_end_is_kept_as_late(dc: Harness) -> None:
+    """An option clicked on an ended question is kept as late; the clicker is told so."""
+    from askgate_sweeper.__main__ import sweep_once
+
+    q = await dc.ask()
+    prompt = await dc.prompt()
+    production = prompt.custom_ids()[1]
+    store = dc.api.app.state.store  # type: ignore[attr-defined]
+    await sweep_once(store, (await store.load(q["id"])).expires_ms + 1)
+    await dc.summary(prompt)
+    reply = await dc.click(prompt, production)
+    assert reply["data"]["content"] == (
+        "This question has expired; your answer was recorded but the agent went on without it.")
+    late = (await dc.question(q["id"]))["late_answer"]
+    assert late["answers"] == {"deploy_target": ["Production"]}
+    assert late["responder"]["channel"] == "discord"
+
+
 async def _delivered(dc: Harness, qid: str) -> bool:
     return bool((await dc.question(qid))["deliveries"][0]["status"] == "delivered")

@@ -118,8 +118,9 @@ async def test_timeout_turns_the_prompt_into_expired(sl: Harness) -> None:
     assert await sl.summary(prompt) == "Expired"
 
 
-async def test_click_after_expiry_says_expired(sl: Harness) -> None:
-    """A click on a stale prompt after the timeout is told "This question has expired."."""
+async def test_click_after_expiry_is_kept_as_a_late_answer(sl: Harness) -> None:
+    """A click on an option of a stale prompt after the timeout is kept as the late answer;
+    the clicker is told so."""
     from askgate_sweeper.__main__ import sweep_once
 
     q = await sl.ask(timeoutSeconds=1)
@@ -129,4 +130,6 @@ async def test_click_after_expiry_says_expired(sl: Harness) -> None:
     await sweep_once(store, now=(await store.load(q["id"])).expires_ms + 1)
     await eventually(lambda: prompt.edits, "the prompt finalised")
     await sl.interact(click)
-    assert await sl.told(ADA) == ["This question has expired."]
+    assert await sl.told(ADA) == [
+        "This question has expired; your answer was recorded but the agent went on without it."]
+    assert (await sl.question(q["id"]))["late_answer"]["responder"]["user_id"] == ADA

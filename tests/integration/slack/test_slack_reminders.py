@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.integration.slack.conftest import ROOM, Harness, eventually
+from tests.integration.slack.conftest import ADA, ROOM, Harness, eventually
 from tests.support.timers import created_ms, fire_timers
 
 
@@ -24,6 +24,22 @@ async def test_a_final_warning_in_hindi(sl: Harness) -> None:
     await eventually(lambda: _delivered(sl, q["id"]), "the prompt confirmed")
     await fire_timers(sl.redis, created_ms(q) + 555_000)
     assert await sl.said(ROOM, prompt.ts) == ["अंतिम सूचना: यह प्रश्न 45 सेकंड में समाप्त हो जाएगा।"]
+
+
+async def test_a_thread_reply_after_the_end_is_kept_as_late(sl: Harness) -> None:
+    """A reply in an ended prompt's thread is the late answer; the thread says so."""
+    from askgate_sweeper.__main__ import sweep_once
+
+    q = await sl.ask()
+    prompt = await sl.prompt()
+    store = sl.api.app.state.store  # type: ignore[attr-defined]
+    await sweep_once(store, (await store.load(q["id"])).expires_ms + 1)
+    await sl.summary(prompt)
+    await sl.event(sl.fake.message(ROOM, ADA, "2", thread_ts=prompt.ts))
+    assert await sl.said(ROOM, prompt.ts) == [
+        "This question has expired; your answer was recorded but the agent went on without it."]
+    late = (await sl.question(q["id"]))["late_answer"]
+    assert (late["answers"], late["target"]) == ({"deploy_target": ["Production"]}, 0)
 
 
 async def _delivered(sl: Harness, qid: str) -> bool:

@@ -47,8 +47,28 @@ async def test_an_escalation_step_shows_the_question_in_another_chat(tg: Harness
         "deploy_target": ["Production"]}
     assert await tg.summary(first) == "Answered: Production"
     assert await tg.summary(second) == "Answered: Production"
-    step = (await tg.question(q["id"]))["escalation"][0]
+    res = await tg.question(q["id"])
+    step = res["escalation"][0]
     assert step["started_at"] is not None and step["targets"] == [1]
+    assert (res["audit"]["channel"], res["audit"]["target"]) == ("telegram", 1)
+
+
+async def test_a_reply_after_the_timeout_is_kept_as_late(tg: Harness) -> None:
+    """A reply to an expired prompt: the person is told, in the ask's language, that it
+    was recorded; the result stays no_answer."""
+    from askgate_sweeper.__main__ import sweep_once
+
+    q = await tg.ask(locale="tr")
+    prompt = await tg.prompt()
+    store = tg.api.app.state.store  # type: ignore[attr-defined]
+    await sweep_once(store, (await store.load(q["id"])).expires_ms + 1)
+    await tg.summary(prompt)
+    await tg.post(tg.fake.text(PRIVATE, "kendi cevabım", ADA, reply_to=prompt))
+    await eventually(lambda: "Bu sorunun süresi doldu; cevabınız kaydedildi ama ajan onsuz "
+                     "devam etti." in tg.said(), f"the late reply (now {tg.said()})")
+    res = await tg.question(q["id"])
+    assert res["result"] == {"status": "no_answer"}
+    assert res["late_answer"]["answers"] == {"deploy_target": ["kendi cevabım"]}
 
 
 async def _delivered(tg: Harness, qid: str) -> bool:

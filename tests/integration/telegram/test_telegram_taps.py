@@ -114,8 +114,9 @@ async def test_timeout_edits_prompt_to_expired(tg: Harness) -> None:
     assert await tg.summary(prompt) == "Expired"
 
 
-async def test_tap_after_expiry_says_expired(tg: Harness) -> None:
-    """A tap from a stale keyboard after the timeout is answered "This question has expired."."""
+async def test_tap_after_expiry_is_kept_as_a_late_answer(tg: Harness) -> None:
+    """A tap on an option of a stale keyboard after the timeout is kept as the late answer,
+    and the person is told the agent went on without it."""
     from askgate_sweeper.__main__ import sweep_once
 
     q = await tg.ask(timeoutSeconds=1)
@@ -130,4 +131,7 @@ async def test_tap_after_expiry_says_expired(tg: Harness) -> None:
     await eventually(expired, "the sweeper to expire the question")
     await tg.post(tg.fake.tap(prompt, data, ADA))
     assert tg.fake.sent("answerCallbackQuery")[0].params.get("text") == (
-        "This question has expired.")
+        "This question has expired; your answer was recorded but the agent went on without it.")
+    late = (await tg.question(q["id"]))["late_answer"]
+    assert late["answers"] == {"deploy_target": ["Staging (Recommended)"]}
+    assert (late["responder"]["user_id"], late["target"]) == (str(ADA["id"]), 0)

@@ -45,6 +45,8 @@ def error_response(exc: AskgateError) -> Response:
     elif isinstance(exc, AlreadyFinal):
         body["status"] = exc.status
         body["reason"] = exc.reason
+        # The answer came after the end and was kept as the question's late answer.
+        body["late_answer_recorded"] = exc.late
     elif isinstance(exc, IncompleteAnswer):
         body["missing"] = exc.missing
     elif isinstance(exc, RateLimited | Unavailable):

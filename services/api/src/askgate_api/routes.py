@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import structlog
 from askgate.conn import reach_all
-from askgate.errors import IncompleteAnswer, ValidationFailed
+from askgate.errors import AlreadyFinal, IncompleteAnswer, ValidationFailed
 from askgate.models import (
     AnswerBody,
     MessageBody,
@@ -206,9 +206,9 @@ async def session_message(
     _check_name("session", session)
     store = _store(request)
     rec = await store.pending_for(tenant.id, session)
-    if rec is None:
-        return json_response({"consumed": False, "question": None, "message": None})
     responder = body.responder or Responder(channel="text")
+    if rec is None:
+        return await _late_message(request, store, tenant, session, body.text, responder)
     rec, parsed = await store.apply_reply(rec, body.text, responder)
     if parsed.kind == "incomplete":
         return json_response(
@@ -217,6 +217,24 @@ async def session_message(
         )
     _count_final(rec)
     return json_response({"consumed": True, "question": _public(request, rec), "message": None})
+
+
+async def _late_message(request: Request, store: Store, tenant: Tenant, session: str,
+                        text: str, responder: Responder) -> Response:
+    """Nothing pending: an answer to the session's question that just ended without one
+    is kept as its late answer (`late`: true, `message` says so); else the message is
+    the platform's."""
+    ended = await store.ended_lately(tenant.id, session)
+    if ended is not None:
+        try:
+            await store.apply_reply(ended, text, responder)
+        except AlreadyFinal as exc:
+            if exc.late:
+                rec = await store.get(tenant.id, ended.id)
+                return json_response({"consumed": True, "late": True,
+                                      "question": _public(request, rec),
+                                      "message": exc.message})
+    return json_response({"consumed": False, "question": None, "message": None})
 
 
 @router.get("/healthz", include_in_schema=False)

@@ -105,12 +105,17 @@ class Inbound:
             log.info("interaction.refused", question_id=rec.id, user_id=user_id,
                      channel_id=channel_id)
             return render.ephemeral(Answering.refused(rec).text)
+        act, qs = tap.a, rec.questions
         if not rec.pending:
             self._finalise_later(rec, tap.t, target)
-            return render.ephemeral(Answering.ended(rec).text)
+            # Only an answer may be kept as late: an option, one question's select, the
+            # form's text.
+            answer = act[:1] == "o" or (act[:1] == "m" and len(qs) == 1) or (
+                body.get("type") == MODAL_SUBMIT and act == "f")
+            if not answer:
+                return render.ephemeral(Answering.ended(rec).text)
         who = Responder(channel=CHANNEL, user_id=user_id,
                         name=user.get("global_name") or user.get("username"))
-        act, qs = tap.a, rec.questions
         number = int(act[1:]) if act[1:].isdigit() else -1
         outcome: Outcome | None = None
         if body.get("type") == MODAL_SUBMIT and act == "f":
@@ -118,16 +123,16 @@ class Inbound:
         elif act == "x":
             return render.modal(rec, tap.t)
         elif act == "s":
-            outcome = await self.answering.skip(rec, who)
+            outcome = await self.answering.skip(rec, who, tap.t)
         elif act[:1] == "o" and len(qs) == 1 and 0 <= number < len(qs[0].options):
             outcome = await self.answering.answer(rec, {qs[0].id: [qs[0].options[number].label]},
-                                                  who)
+                                                  who, tap.t)
         elif act[:1] == "m" and 0 <= number < len(qs):
             values = {int(v) for v in data.get("values") or [] if str(v).isdigit()}
             picks = sorted(i for i in values if i < len(qs[number].options))  # declared order
             if len(qs) == 1:
                 labels = [qs[0].options[i].label for i in picks]
-                outcome = await self.answering.answer(rec, {qs[0].id: labels}, who)
+                outcome = await self.answering.answer(rec, {qs[0].id: labels}, who, tap.t)
             else:
                 return await self._pick(rec, tap.t, number, picks)
         elif act == "d":
@@ -159,7 +164,7 @@ class Inbound:
             elif len(rec.questions) > 1:
                 picks = await self.selections.get(rec.id, index, k)
                 answers[q.id] = [o.label for i, o in enumerate(q.options) if i in picks]
-        return await self.answering.answer(rec, answers, who)
+        return await self.answering.answer(rec, answers, who, index)
 
     def _finalise_later(self, rec: Record, index: int, target: DiscordTarget) -> None:
         """A click on an ended question's prompt that still shows its components: edit it

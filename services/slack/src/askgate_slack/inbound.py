@@ -190,8 +190,10 @@ class Inbound:
         if container.get("message_ts"):
             rec = await self._learn(rec, act.t, channel, str(container["message_ts"]))
         if not rec.pending:
-            self._tell(ws, channel, user, self._ended(ws, rec, act.t, target).text)
-            return
+            ended = self._ended(ws, rec, act.t, target)
+            if act.a[:1] != "o":  # only an option is an answer: it may be kept as late
+                self._tell(ws, channel, user, ended.text)
+                return
         values = (payload.get("state") or {}).get("values") or {}
         picked = render.picked(rec.questions, values, rec.id, act.t)
         who = Responder(channel=CHANNEL, user_id=user,
@@ -199,11 +201,12 @@ class Inbound:
         q = rec.questions[0]
         option = int(act.a[1:]) if act.a[:1] == "o" and act.a[1:].isdigit() else -1
         if 0 <= option < len(q.options):
-            outcome = await self.answering.answer(rec, {q.id: [q.options[option].label]}, who)
+            outcome = await self.answering.answer(rec, {q.id: [q.options[option].label]}, who,
+                                                  act.t)
         elif act.a == "s":
-            outcome = await self.answering.skip(rec, who)
+            outcome = await self.answering.skip(rec, who, act.t)
         elif act.a == "d" and picked:
-            outcome = await self.answering.answer(rec, picked, who)
+            outcome = await self.answering.answer(rec, picked, who, act.t)
         elif act.a == "d":
             self._tell(ws, channel, user, t(rec.locale, "pick_missing"))
             return
@@ -237,7 +240,8 @@ class Inbound:
         if not self._allowed(ws, rec, index, target, channel, user):
             return modal_error(Answering.refused(rec).text)
         if not rec.pending:
-            return modal_error(self._ended(ws, rec, index, target).text)
+            self._ended(ws, rec, index, target)  # the prompt shows the summary; the text
+            # below may still be kept as a late answer
         field = ((view.get("state") or {}).get("values") or {}).get(render.OTHER_BLOCK) or {}
         text = str((field.get(render.OTHER_BLOCK) or {}).get("value") or "").strip()
         if not text:
@@ -247,7 +251,7 @@ class Inbound:
                  if isinstance(i, int) and 0 <= i < len(q.options)] if q.multiSelect else []
         who = Responder(channel=CHANNEL, user_id=user,
                         name=(payload.get("user") or {}).get("name"))
-        outcome = await self.answering.answer(rec, {q.id: [*ticks, text]}, who)
+        outcome = await self.answering.answer(rec, {q.id: [*ticks, text]}, who, index)
         log.info("question.other", question_id=rec.id, outcome=outcome.kind, user_id=user)
         if not outcome.accepted:
             return modal_error(outcome.text)
@@ -312,10 +316,10 @@ class Inbound:
                 self._tell(ws, channel, user, Answering.refused(rec).text, thread)
             return
         if not rec.pending:
-            if direct:
-                self._say(ws, channel, self._ended(ws, rec, index, target).text, thread)
-            return
+            if not direct:
+                return
+            self._ended(ws, rec, index, target)  # a reply to its prompt may be a late answer
         outcome = await self.answering.reply(rec, text, Responder(channel=CHANNEL,
-                                                                  user_id=user))
+                                                                  user_id=user), index)
         log.info("question.reply", question_id=rec.id, outcome=outcome.kind, user_id=user)
         self._say(ws, channel, outcome.text, thread)

@@ -103,7 +103,8 @@ class Replies:
             if kind == "prompt" and message.reply_to_message is not None:
                 rec = await ctx.learn(rec, index, chat_id,
                                       message.reply_to_message.message_id, message.chat.type)
-            if not rec.pending:
+            if not rec.pending and (skip or edited):
+                # A skip or an edit after the end is no answer; a reply may be a late one.
                 await ctx.reply(message, tb, Body.of(Answering.ended(rec).text))
                 return
         await self._answer(message, tb, rec, index, kind, text, skip)
@@ -114,19 +115,19 @@ class Replies:
         assert message.from_user is not None
         who = responder(message.from_user)
         if skip:
-            outcome = await ctx.answering.skip(rec, who)
+            outcome = await ctx.answering.skip(rec, who, index)
         elif kind == OTHER:
             q = rec.questions[0]
             picked = await ctx.selections.get(rec.id, index) if q.multiSelect else set()
             values = [o.label for i, o in enumerate(q.options) if i in picked] + [text]
-            outcome = await ctx.answering.answer(rec, {q.id: values}, who)
+            outcome = await ctx.answering.answer(rec, {q.id: values}, who, index)
         else:
-            outcome = await ctx.answering.reply(rec, text, who)
+            outcome = await ctx.answering.reply(rec, text, who, index)
         log.info("question.reply", question_id=rec.id, kind=kind, outcome=outcome.kind,
                  user_id=who.user_id)
         if outcome.accepted:
             await ctx.accepted(message, tb, outcome.text)
-        elif outcome.kind == "ended":
+        elif outcome.kind in ("ended", "late"):
             await ctx.reply(message, tb, Body.of(outcome.text))
         else:  # a correction: it goes when the question ends
             await ctx.reply(message, tb, Body.of(outcome.text), about=[(rec, index)])

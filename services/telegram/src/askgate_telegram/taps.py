@@ -57,11 +57,12 @@ class Taps:
         if msg is not None:
             rec = await ctx.learn(rec, tap.t, chat_id, msg.message_id, msg.chat.type)
         if not rec.pending:
-            await self._ack(query, Answering.ended(rec).text)
             delivery = rec.delivery(tap.t)
             if msg is not None and delivery.ref.get("message_id") == msg.message_id:
                 await ctx.worker.finalise_prompt(rec, tap.t, target, delivery.ref)
-            return
+            if tap.a[:1] != "o":  # only an option is an answer: it may be kept as late
+                await self._ack(query, Answering.ended(rec).text)
+                return
         await self._tap(query, tb, rec, tap, chat_id, private)
 
     async def _tap(self, query: CallbackQuery, tb: TenantBot, rec: Record, tap: Tap,
@@ -72,9 +73,10 @@ class Taps:
         option = int(act[1:]) if act[1:].isdigit() else -1
         outcome: Outcome | None = None
         if act[:1] == "o" and 0 <= option < len(q.options):
-            outcome = await ctx.answering.answer(rec, {q.id: [q.options[option].label]}, who)
+            outcome = await ctx.answering.answer(rec, {q.id: [q.options[option].label]}, who,
+                                                 tap.t)
         elif act == "s":
-            outcome = await ctx.answering.skip(rec, who)
+            outcome = await ctx.answering.skip(rec, who, tap.t)
         elif act == "x":
             await self._ack(query)
             await self._ask_other(tb, rec, tap.t, chat_id, private, query.from_user)
@@ -121,7 +123,7 @@ class Taps:
             return None
         answers = {q.id: [o.label for oi, o in enumerate(q.options) if oi in picks[qi]]
                    for qi, q in enumerate(rec.questions) if qi in picks}
-        return await self.ctx.answering.answer(rec, answers, responder(query.from_user))
+        return await self.ctx.answering.answer(rec, answers, responder(query.from_user), index)
 
     async def _redraw(self, query: CallbackQuery, tb: TenantBot, rec: Record, index: int,
                       chat_id: str) -> None:

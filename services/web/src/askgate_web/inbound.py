@@ -97,6 +97,12 @@ PageLink = Annotated[Link, Depends(page_link)]
 ApiLink = Annotated[Link, Depends(api_link)]
 
 
+def web_target(rec: Record) -> int | None:
+    """The index of the ask's web target, the one a page's answer comes through (for the
+    audit); None when the ask named none (a page shows its session's questions anyway)."""
+    return next((i for i, tg in enumerate(rec.targets) if tg.channel == "web"), None)
+
+
 def _store(request: Request) -> Store:
     store: Store = request.app.state.store
     return store
@@ -179,8 +185,9 @@ async def answer(
 ) -> Response:
     rec = await _own(request, link, question_id)
     try:
-        await _store(request).answer(link.tenant, rec.id, answers, RESPONDER)
-    except AlreadyFinal as exc:
+        await _store(request).answer(link.tenant, rec.id, answers, RESPONDER,
+                                     target=web_target(rec))
+    except AlreadyFinal as exc:  # after the end: maybe kept as late, and the message says
         return await _reply(request, link, exc.message, 409)
     except IncompleteAnswer:
         return await _reply(request, link, t(rec.locale, "pick_missing"), 422)
@@ -196,7 +203,8 @@ async def skip(
 ) -> Response:
     rec = await _own(request, link, question_id)
     try:
-        await _store(request).end(link.tenant, rec.id, Reason.SKIPPED, RESPONDER)
+        await _store(request).end(link.tenant, rec.id, Reason.SKIPPED, RESPONDER,
+                                  target=web_target(rec))
     except AlreadyFinal as exc:
         return await _reply(request, link, exc.message, 409)
     log.info("question.skipped", question_id=rec.id, tenant=link.tenant, channel="web")
@@ -216,7 +224,7 @@ async def reply(
         _, locale = await _view(request, link)
         return await _reply(request, link, t(locale, "no_pending"), 409)
     try:
-        rec, parsed = await store.apply_reply(rec, text, RESPONDER)
+        rec, parsed = await store.apply_reply(rec, text, RESPONDER, target=web_target(rec))
     except AlreadyFinal as exc:
         return await _reply(request, link, exc.message, 409)
     if parsed.kind == "incomplete":

@@ -185,7 +185,9 @@ def may_answer(user_id: str, *, target_allowed: Collection[str] | None,
             or bool(held & {str(r) for r in tenant_roles}))
 
 
-Kind = Literal["answered", "skipped", "ended", "incomplete", "invalid", "refused"]
+# late: the question had ended without an answer; this one was kept as its late answer
+# (the person is told the agent went on without it).
+Kind = Literal["answered", "skipped", "ended", "late", "incomplete", "invalid", "refused"]
 
 
 @dataclass(frozen=True)
@@ -203,18 +205,26 @@ class Outcome:
         return self.kind in ("answered", "skipped")
 
 
+def _final(exc: AlreadyFinal, rec: Record) -> Outcome:
+    return Outcome("late" if exc.late else "ended", exc.message, rec)
+
+
 class Answering:
-    """Answer attempts from a chat, all through the store's one atomic transition."""
+    """Answer attempts from a chat, all through the store's one atomic transition. An
+    answer to a question that ended without one is kept as its late answer (the result
+    does not change) and the person is told so; `target` is the index of the target the
+    input came through (kept for the audit)."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
 
     async def answer(self, rec: Record, answers: Mapping[str, list[str]],
-                     responder: Responder) -> Outcome:
+                     responder: Responder, target: int | None = None) -> Outcome:
         try:
-            done = await self.store.answer(rec.tenant, rec.id, answers, responder)
+            done = await self.store.answer(rec.tenant, rec.id, answers, responder,
+                                           target=target)
         except AlreadyFinal as exc:
-            return Outcome("ended", exc.message, rec)
+            return _final(exc, rec)
         except IncompleteAnswer as exc:
             # The API's message names the answers field; a person is told the questions.
             named = " / ".join(f"{q.header}: {q.question}" for q in rec.questions
@@ -225,20 +235,23 @@ class Answering:
             return Outcome("invalid", exc.message, rec)
         return Outcome("answered", t(rec.locale, "submitted"), done)
 
-    async def skip(self, rec: Record, responder: Responder) -> Outcome:
+    async def skip(self, rec: Record, responder: Responder,
+                   target: int | None = None) -> Outcome:
         try:
-            done = await self.store.end(rec.tenant, rec.id, Reason.SKIPPED, responder)
+            done = await self.store.end(rec.tenant, rec.id, Reason.SKIPPED, responder,
+                                        target=target)
         except AlreadyFinal as exc:
             return Outcome("ended", exc.message, rec)
         return Outcome("skipped", t(rec.locale, "summary_skipped"), done)
 
-    async def reply(self, rec: Record, text: str, responder: Responder) -> Outcome:
+    async def reply(self, rec: Record, text: str, responder: Responder,
+                    target: int | None = None) -> Outcome:
         """A plain-text message read by the shared parser; a partial one gets the
         correction that names what is missing."""
         try:
-            done, parsed = await self.store.apply_reply(rec, text, responder)
+            done, parsed = await self.store.apply_reply(rec, text, responder, target=target)
         except AlreadyFinal as exc:
-            return Outcome("ended", exc.message, rec)
+            return _final(exc, rec)
         except ValidationFailed as exc:
             return Outcome("invalid", exc.message, rec)
         if parsed.kind == "incomplete":
