@@ -133,6 +133,29 @@ async def test_store_asks_answers_and_sweeps_on_every_node(
         assert await cluster_redis.get(keys.result_key(qid)) is not None
 
 
+async def test_timers_late_answers_and_metrics_on_every_node(
+    cluster_redis: RedisCluster, cluster_settings: Settings, cluster_tenant: Tenant
+) -> None:
+    """Reminders and steps fire, late answers are kept and every shard's counters are read
+    on shards of each node (every key of those scripts is declared, in one slot)."""
+    from askgate.errors import AlreadyFinal
+    from askgate.metrics import render
+    from askgate_sweeper.__main__ import timers_once
+
+    store = Store(cluster_redis, cluster_settings)
+    sessions = await sessions_on_every_node(cluster_redis, cluster_tenant.id)
+    tg = {"channel": "telegram", "chat_id": "1"}
+    ids = [await ask(store, cluster_tenant.id, s, targets=[tg], remind={"every_s": 60, "max": 1},
+                     escalate=[{"after_s": 90, "targets": [tg]}]) for s in sessions]
+    assert await timers_once(store, now=FUTURE_MS) == 2 * len(ids)
+    assert await sweep_once(store, now=FUTURE_MS) == len(ids)
+    for qid in ids:
+        with pytest.raises(AlreadyFinal) as exc:
+            await store.answer(cluster_tenant.id, qid, {"deploy_target": "1"})
+        assert exc.value.late
+    assert f"askgate_late_answers_total {len(ids)}" in render(await store.counters())
+
+
 @pytest.mark.xfail(strict=True, reason="issue 9 phase 2, item 2: ABORT_RUN runs as pipelined "
                    "EVALSHA over every shard, which RedisCluster refuses")
 async def test_abort_run_on_a_cluster(

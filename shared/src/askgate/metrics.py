@@ -90,8 +90,9 @@ def render(hashes: Iterable[Mapping[bytes, bytes]]) -> str:
         running = 0
         for le in [*map(str, LATENCY_BUCKETS_S), "+Inf"]:
             running += counts.get(le, 0)
+            shown = le if le == "+Inf" else str(float(le))  # as prometheus_client spells it
             lines.append(f'askgate_answer_latency_seconds_bucket{{channel="{_esc(ch)}",'
-                         f'le="{le}"}} {running}')
+                         f'le="{shown}"}} {running}')
         lines.append(f'askgate_answer_latency_seconds_sum{{channel="{_esc(ch)}"}} '
                      f'{total.get(f"lat_ms:{ch}", 0) / 1000:g}')
         lines.append(f'askgate_answer_latency_seconds_count{{channel="{_esc(ch)}"}} {running}')

@@ -122,6 +122,13 @@ class Store:
         rec = newest[0]
         return rec if int(rec.f.get("resolved") or 0) + window_ms >= now_ms() else None
 
+    async def counters(self) -> list[dict[bytes, bytes]]:
+        """Every shard's metrics hash (see askgate.metrics), for /metrics."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for shard in range(keys.SHARDS):
+                pipe.hgetall(keys.metrics(shard))
+            return list(await pipe.execute())
+
     async def pending_for(self, tenant: str, session: str) -> Record | None:
         shard = keys.shard_for(tenant, session)
         fields = await self.redis.hkeys(keys.session(shard, tenant, session))

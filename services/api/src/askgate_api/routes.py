@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import structlog
 from askgate.conn import reach_all
 from askgate.errors import AlreadyFinal, IncompleteAnswer, ValidationFailed
+from askgate.metrics import render as render_counters
 from askgate.models import (
     AnswerBody,
     MessageBody,
@@ -257,5 +258,10 @@ async def readyz(request: Request) -> Response:
 
 
 @router.get("/metrics", include_in_schema=False)
-async def metrics() -> Response:
-    return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+async def metrics(request: Request) -> Response:
+    """This process's own metrics, then the counters every process keeps in Redis (answer
+    latency, no_answer reasons, delivery failures, reminders, escalations, late answers),
+    summed over every shard: any replica shows the same totals."""
+    shared = render_counters(await _store(request).counters())
+    return Response(generate_latest(REGISTRY) + shared.encode(),
+                    media_type=CONTENT_TYPE_LATEST)
