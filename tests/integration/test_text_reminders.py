@@ -64,6 +64,8 @@ async def test_a_reminder_is_posted_once_per_number(
     await until(handled, "the replayed entry")
     assert len(receiver.received) == 2
     assert (await question(app_client, tenant, q["id"]))["remind"]["sent"] == 1
+    metrics = (await app_client.get("/metrics")).text
+    assert 'askgate_reminders_sent_total{channel="text"} 1' in metrics
 
 
 async def test_a_failed_target_gets_no_reminder(
