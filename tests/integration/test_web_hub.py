@@ -70,3 +70,24 @@ async def test_close_ends_every_open_stream() -> None:
     items = [queue.get_nowait() for _ in range(queue.qsize())]
     assert items[-1] is None
     assert hub.subscribe("acme", "s2").get_nowait() is None
+
+
+async def test_an_operator_page_hears_every_session_of_its_tenant(
+    redis: Redis, settings: Settings, hubs: list[Hub]
+) -> None:
+    """The tenant-wide subscription wakes for asks in any session, and for an escalation
+    step starting; another tenant's operator page hears none of it."""
+    from askgate_sweeper.__main__ import timers_once
+
+    hub = hubs[0]
+    operator, stranger = hub.subscribe("acme", ""), hub.subscribe("globex", "")
+    store = Store(redis, settings)
+    rec, _ = await store.create("acme", QuestionCreate(**ask_body(
+        "s9", escalate=[{"after_s": 60, "targets": [{"channel": "text",
+                                                      "url": "https://x.example/"}]}])))
+    await store.create("acme", QuestionCreate(**ask_body("s8")))
+    await timers_once(store, rec.created_ms + 60_000)
+    seen = [await asyncio.wait_for(operator.get(), 5) for _ in range(3)]
+    assert sorted(c.type for c in seen if c is not None) == [
+        "question.created", "question.created", "question.escalate"]
+    assert stranger.empty()

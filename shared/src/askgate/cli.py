@@ -16,6 +16,7 @@ from askgate.conn import Client, check_mode, connect
 from askgate.errors import ConfigError
 from askgate.models import Remind, validation_message
 from askgate.settings import Settings, load
+from askgate.signing import operator_link
 
 RUN_DIR = Path(os.environ.get("ASKGATE_RUN_DIR", ".run"))
 
@@ -29,6 +30,15 @@ def redis_url() -> str:
     if saved.exists():
         return saved.read_text().strip()
     return "redis://127.0.0.1:6379/0"
+
+
+def secret_key() -> str:
+    """ASKGATE_SECRET_KEY, else the one `make run` generated (.run/secret_key)."""
+    key = os.environ.get("ASKGATE_SECRET_KEY")
+    if key:
+        return key
+    saved = RUN_DIR / "secret_key"
+    return saved.read_text().strip() if saved.exists() else ""
 
 
 def client() -> Client:
@@ -147,6 +157,24 @@ async def _tenant_remind(tenant_id: str, pairs: list[str]) -> int:
     return 0
 
 
+async def _operator_link(tenant_id: str, ttl_s: int) -> int:
+    settings = load(Settings)
+    secret = secret_key()
+    if len(secret) < 32:
+        print("askgate: ASKGATE_SECRET_KEY must be set (the key the Control UI checks links "
+              "with)", file=sys.stderr)
+        return 2
+    redis = client()
+    try:
+        if await tenants.load_tenant(redis, tenant_id) is None:
+            print(f"no tenant {tenant_id}", file=sys.stderr)
+            return 1
+    finally:
+        await redis.aclose()
+    print(operator_link(settings.web_base_url, secret, tenant_id, ttl_s))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="askgate", description="askgate administration")
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -173,6 +201,11 @@ def main(argv: list[str] | None = None) -> None:
     rm.add_argument("tenant_id")
     rm.add_argument("settings", nargs="+",
                     help="every_s=300 max=3 [final_warning_s=120], or off")
+    op = tsub.add_parser("operator-link", help="print a signed link to the tenant's operator "
+                         "page in the Control UI (every pending question, live)")
+    op.add_argument("tenant_id")
+    op.add_argument("--ttl-s", type=int, default=86_400,
+                    help="how long the link works (seconds, default a day)")
     run = sub.add_parser("run", help="start the whole stack (Redis if REDIS_URL is unset)")
     run.add_argument("--no-redis", action="store_true", help="never start an embedded Redis")
     args = parser.parse_args(argv)
@@ -190,6 +223,8 @@ def main(argv: list[str] | None = None) -> None:
             code = asyncio.run(_tenant_key(args.tenant_id))
         elif args.tcmd == "outbound":
             code = asyncio.run(_tenant_outbound(args.tenant_id, args.cidrs))
+        elif args.tcmd == "operator-link":
+            code = asyncio.run(_operator_link(args.tenant_id, max(60, args.ttl_s)))
         elif args.tcmd == "remind":
             code = asyncio.run(_tenant_remind(args.tenant_id, args.settings))
         else:

@@ -81,6 +81,16 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "went on without it.",
         "late_ended": "This question has ended; your answer was recorded but the agent went "
         "on without it.",
+        "operator_title": "Pending questions",
+        "operator_empty": "No question is waiting for an answer.",
+        "asked_ago": "asked {age} ago",
+        "left": "{left} left",
+        "delivery_pending": "not shown yet",
+        "delivery_sending": "sending",
+        "delivery_delivered": "shown",
+        "delivery_failed": "failed",
+        "step": "step {n}",
+        "reminders_sent": "{n} reminder(s)",
     },
     "tr": {
         "submitted": "Cevap gönderildi.",
@@ -157,6 +167,16 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "late_expired": "Bu sorunun süresi doldu; cevabınız kaydedildi ama ajan onsuz devam "
         "etti.",
         "late_ended": "Bu soru sona erdi; cevabınız kaydedildi ama ajan onsuz devam etti.",
+        "operator_title": "Bekleyen sorular",
+        "operator_empty": "Cevap bekleyen soru yok.",
+        "asked_ago": "{age} önce soruldu",
+        "left": "{left} kaldı",
+        "delivery_pending": "henüz gösterilmedi",
+        "delivery_sending": "gönderiliyor",
+        "delivery_delivered": "gösterildi",
+        "delivery_failed": "başarısız",
+        "step": "adım {n}",
+        "reminders_sent": "{n} hatırlatma",
     },
     "hi": {
         "submitted": "उत्तर भेज दिया गया।",
@@ -231,6 +251,16 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "एजेंट इसके बिना आगे बढ़ गया।",
         "late_ended": "यह प्रश्न समाप्त हो गया है; आपका उत्तर दर्ज कर लिया गया, पर एजेंट इसके "
         "बिना आगे बढ़ गया।",
+        "operator_title": "प्रतीक्षा में प्रश्न",
+        "operator_empty": "कोई प्रश्न उत्तर की प्रतीक्षा में नहीं है।",
+        "asked_ago": "{age} पहले पूछा गया",
+        "left": "{left} शेष",
+        "delivery_pending": "अभी दिखाया नहीं गया",
+        "delivery_sending": "भेजा जा रहा है",
+        "delivery_delivered": "दिखाया गया",
+        "delivery_failed": "विफल",
+        "step": "चरण {n}",
+        "reminders_sent": "{n} अनुस्मारक",
     },
 }
 

@@ -31,6 +31,24 @@ def verify_session_link(secret: str, tenant: str, session: str, exp: str, sig: s
     return hmac.compare_digest(session_link_sig(secret, tenant, session, int(exp)), sig)
 
 
+def operator_link_sig(secret: str, tenant: str, exp: int) -> str:
+    return _mac(secret, f"operator\n{tenant}\n{exp}")[:32]
+
+
+def operator_link(base_url: str, secret: str, tenant: str, ttl_s: int) -> str:
+    """The signed link to a tenant's operator page (every pending question, live), valid
+    for ttl_s seconds. It shows every session of the tenant: hand it to operators only."""
+    exp = int(time.time()) + ttl_s
+    sig = operator_link_sig(secret, tenant, exp)
+    return f"{base_url.rstrip('/')}/t/{quote(tenant, safe='')}?exp={exp}&sig={sig}"
+
+
+def verify_operator_link(secret: str, tenant: str, exp: str, sig: str) -> bool:
+    if not exp.isdigit() or int(exp) < time.time():
+        return False
+    return hmac.compare_digest(operator_link_sig(secret, tenant, int(exp)), sig)
+
+
 def webhook_signature(secret: str, timestamp: int, body: bytes) -> str:
     """`X-Askgate-Signature`: v1= hex HMAC-SHA256 over b"<timestamp>." + body."""
     mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)

@@ -99,17 +99,29 @@ async def ask(request: Request, tenant: TenantDep, body: QuestionCreate) -> Resp
     return _resource(request, rec, 201 if created else 200)
 
 
-@router.get("/v1/questions", summary="List a session's questions", responses=ERRORS)
+@router.get("/v1/questions", responses=ERRORS,
+            summary="A session's questions, or (status=pending without session) the "
+                    "tenant's pending questions across sessions, paged")
 async def list_questions(
     request: Request,
     tenant: TenantDep,
-    session: Annotated[str, Query(description="the session's name")],
+    session: Annotated[str | None, Query(description="the session's name; without it, "
+                                         "status=pending lists every session's")] = None,
     status: Status | None = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: Annotated[str | None, Query(max_length=100)] = None,
 ) -> Response:
-    _check_name("session", session)
-    recs = await _store(request).list_session(tenant.id, session, status, limit)
-    return json_response({"questions": [_public(request, r) for r in recs]})
+    store = _store(request)
+    if session is not None:
+        _check_name("session", session)
+        recs = await store.list_session(tenant.id, session, status, limit)
+        return json_response({"questions": [_public(request, r) for r in recs]})
+    if status != Status.PENDING:
+        raise ValidationFailed("session is required, unless status=pending lists the "
+                               "tenant's pending questions across sessions")
+    recs, next_cursor = await store.list_pending(tenant.id, limit, cursor)
+    return json_response({"questions": [_public(request, r) for r in recs],
+                          "next_cursor": next_cursor})
 
 
 @router.get("/v1/questions/{question_id}", responses={200: RESOURCE, **ERRORS})

@@ -24,7 +24,7 @@ from fastapi.staticfiles import StaticFiles
 from redis.exceptions import RedisError
 from starlette.exceptions import HTTPException
 
-from askgate_web import inbound, render
+from askgate_web import inbound, operator, render
 from askgate_web.config import READ_BLOCK_MS, SERVICE
 from askgate_web.worker import Hub
 
@@ -117,6 +117,7 @@ def create_app(settings: Settings) -> FastAPI:
         return _error("internal error; it was logged", 500)
 
     app.include_router(inbound.router)
+    app.include_router(operator.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_middleware(BodyLimit, max_bytes=settings.body_max_bytes, render=_error_body)
     return app

@@ -90,8 +90,11 @@ def page_locale(records: Sequence[Record], fallback: str) -> str:
     return records[0].locale if records else fallback
 
 
-def _render(name: str, **context: Any) -> str:
+def render_template(name: str, **context: Any) -> str:
     return ENV.get_template(name).render(**context)
+
+
+_render = render_template
 
 
 def timeline_html(records: Sequence[Record], locale: str) -> str:

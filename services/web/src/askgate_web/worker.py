@@ -79,7 +79,9 @@ class Hub:
                 del self._subs[(tenant, session)]
 
     def publish(self, tenant: str, session: str, change: Change) -> int:
-        queues = self._subs.get((tenant, session), set())
+        """Wake the session's pages and the tenant's operator pages (subscribed with the
+        session ``, which no session is named)."""
+        queues = self._subs.get((tenant, session), set()) | self._subs.get((tenant, ""), set())
         for queue in queues:
             if not queue.full():
                 queue.put_nowait(change)
@@ -107,10 +109,14 @@ class Hub:
                 await asyncio.sleep(ERROR_BACKOFF_S)
         self.ready.set()
         log.info("web.reader_started", streams=len(last))
-        while True:
+        # Until close(): a cancel that lands while redis-py waits out a blocking read can
+        # be taken for a read timeout and retried, so the flag ends the loop for sure.
+        while not self.closing:
             try:
                 reply = await redis.xread(last, count=READ_COUNT, block=READ_BLOCK_MS)
             except (RedisError, OSError) as exc:
+                if self.closing:
+                    return
                 # Keep the positions: the entries are still in the streams after an outage.
                 self.ready.clear()
                 log.warning("web.redis_error", error=str(exc))
