@@ -103,6 +103,7 @@ class FakeDiscord:
         self.hold = asyncio.Event()
         self.hold.set()  # cleared: a create keeps the message, then waits to respond
         self._nonces: dict[tuple[str, str], str] = {}
+        self.deleted: list[tuple[str, str]] = []  # (channel, message id)
         self._ids = itertools.count(900_000_000_000_000_001)
         self._runner: web.AppRunner | None = None
         self.base = ""
@@ -111,6 +112,7 @@ class FakeDiscord:
         app = web.Application()
         app.router.add_post("/api/v10/channels/{channel}/messages", self._create)
         app.router.add_patch("/api/v10/channels/{channel}/messages/{message}", self._edit)
+        app.router.add_delete("/api/v10/channels/{channel}/messages/{message}", self._delete)
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", 0).start()
@@ -172,6 +174,17 @@ class FakeDiscord:
             return web.Response()
         await self.hold.wait()
         return web.json_response(msg.raw)
+
+    async def _delete(self, request: web.Request) -> web.Response:
+        self.calls.append(Call(request.method, request.path, {}))
+        if request.headers.get("Authorization") != f"Bot {self.token}":
+            return self._refused(DiscordError(401, 0, "401: Unauthorized"))
+        channel = request.match_info["channel"]
+        msg = self.channels.get(channel, {}).pop(request.match_info["message"], None)
+        if msg is None:
+            return self._refused(DiscordError(404, 10008, "Unknown Message"))
+        self.deleted.append((channel, msg.id))
+        return web.Response(status=204)
 
     async def _edit(self, request: web.Request) -> web.Response:
         try:

@@ -19,6 +19,19 @@ async def test_a_reminder_references_the_prompt(dc: Harness) -> None:
     assert call.body["allowed_mentions"] == {"parse": []}
 
 
+async def test_the_reminder_goes_when_the_question_ends(dc: Harness) -> None:
+    """Once answered, the reminder is deleted and the prompt shows the summary."""
+    q = await dc.ask(remind={"every_s": 300})
+    prompt = await dc.prompt()
+    await eventually(lambda: _delivered(dc, q["id"]), "the prompt confirmed")
+    await fire_timers(dc.redis, created_ms(q) + 300_000)
+    await eventually(lambda: len(dc.fake.messages(CHANNEL)) == 2, "the reminder")
+    reminder = dc.fake.messages(CHANNEL)[1]
+    await dc.click(prompt, prompt.custom_ids()[1])
+    assert await dc.summary(prompt) == "Answered: Production"
+    await eventually(lambda: dc.fake.deleted == [(CHANNEL, reminder.id)], "the reminder deleted")
+
+
 async def test_a_click_after_the_end_is_kept_as_late(dc: Harness) -> None:
     """An option clicked on an ended question is kept as late; the clicker is told so."""
     from askgate_sweeper.__main__ import sweep_once

@@ -105,6 +105,7 @@ class FakeSlack:
         self.conversations: dict[str, list[Msg]] = {}
         self.ephemeral: list[dict[str, Any]] = []
         self.views: list[dict[str, Any]] = []
+        self.deleted: list[tuple[str, str]] = []  # (channel, ts) chat.delete took
         self.missing: set[str] = set()  # channel_not_found
         self.not_in: set[str] = set()  # not_in_channel
         self.ratelimit: dict[str, list[int]] = {}  # channel → 429 Retry-After values
@@ -241,6 +242,13 @@ class FakeSlack:
         msg.text, msg.blocks = str(params["text"]), params.get("blocks") or []
         msg.edits.append(msg.text)
         return {"channel": channel, "ts": msg.ts, "text": msg.text}
+
+    async def m_chat_delete(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel = self._channel(params)
+        msg = self.find(channel, str(params.get("ts")))
+        self.conversations[channel].remove(msg)
+        self.deleted.append((channel, msg.ts))
+        return {"channel": channel, "ts": msg.ts}
 
     async def m_chat_postEphemeral(self, params: dict[str, Any]) -> dict[str, Any]:
         channel = self._channel(params)

@@ -17,6 +17,19 @@ async def test_a_reminder_is_a_reply_in_the_prompts_thread(sl: Harness) -> None:
     assert await fire_timers(sl.redis, at) == 0
 
 
+async def test_the_reminder_goes_from_the_thread_at_the_end(sl: Harness) -> None:
+    """Once answered, the reminder is deleted; the prompt shows the summary."""
+    q = await sl.ask(remind={"every_s": 120})
+    prompt = await sl.prompt()
+    await eventually(lambda: _delivered(sl, q["id"]), "the prompt confirmed")
+    await fire_timers(sl.redis, created_ms(q) + 120_000)
+    await sl.said(ROOM, prompt.ts)
+    await sl.interact(sl.fake.click(prompt, "o1", ADA))
+    assert await sl.summary(prompt) == "Answered: Production"
+    await eventually(lambda: sl.fake.deleted, "the reminder deleted")
+    assert [m.text for m in sl.fake.messages(ROOM) if m.thread_ts == prompt.ts] == []
+
+
 async def test_a_final_warning_in_hindi(sl: Harness) -> None:
     """The final warning speaks the ask's language."""
     q = await sl.ask(locale="hi", timeoutSeconds=600, remind={"max": 0, "final_warning_s": 45})

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from askgate.channels import PermanentError, SentPrompt, StalePolicy, TenantConfigs
+from askgate.channels import (
+    REMINDER,
+    ExtraMessage,
+    PermanentError,
+    SentPrompt,
+    StalePolicy,
+    TenantConfigs,
+)
 from askgate.models import DiscordTarget, Target
 from askgate.record import Record
 
@@ -70,6 +77,13 @@ class DiscordAdapter:
                                             "fail_if_not_exists": False}
         msg = await self.client.create_message(app.bot_token, channel_id, payload)
         return SentPrompt(message=str(msg.get("id") or "") or None, destination=channel_id)
+
+    async def finalise_message(self, rec: Record, target: Target,
+                               extra: ExtraMessage) -> None:
+        """A reminder goes when its question ends: the prompt's summary says it all."""
+        if extra.kind == REMINDER:
+            app = await self._app(rec.tenant)
+            await self.client.delete_message(app.bot_token, extra.destination, extra.message)
 
     async def finalise(self, rec: Record, index: int, target: Target,
                        ref: dict[str, Any]) -> None:

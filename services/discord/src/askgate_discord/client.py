@@ -96,18 +96,23 @@ class DiscordClient:
                                       timeout=settings.discord_request_timeout_s,
                                       headers={"User-Agent": USER_AGENT})
 
-    async def call(self, method: str, path: str, token: str, payload: dict[str, Any]
-                   ) -> dict[str, Any]:
-        """One REST call; the JSON body, or the kit's error."""
+    async def _send(self, method: str, path: str, token: str,
+                    payload: dict[str, Any] | None) -> httpx.Response:
         try:
-            response = await self.http.request(
-                method, path.lstrip("/"), content=orjson.dumps(payload),
+            return await self.http.request(
+                method, path.lstrip("/"),
+                content=orjson.dumps(payload) if payload is not None else None,
                 headers={"Authorization": f"Bot {token}", "Content-Type": "application/json"})
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             raise TransientError(f"cannot reach Discord: {type(exc).__name__}") from exc
         except httpx.TransportError as exc:  # a timeout or reset after the request left
             raise TransientError(f"Discord call cut off: {type(exc).__name__}",
                                  maybe_sent=True) from exc
+
+    async def call(self, method: str, path: str, token: str, payload: dict[str, Any]
+                   ) -> dict[str, Any]:
+        """One REST call; the JSON body, or the kit's error."""
+        response = await self._send(method, path, token, payload)
         error = error_of(response)
         if error is not None:
             raise error
@@ -122,6 +127,16 @@ class DiscordClient:
                            payload: dict[str, Any]) -> dict[str, Any]:
         return await self.call("PATCH", f"channels/{channel_id}/messages/{message_id}", token,
                                payload)
+
+    async def delete_message(self, token: str, channel_id: str, message_id: str) -> None:
+        """Delete one of the bot's messages (204); a message already gone is no error."""
+        response = await self._send("DELETE", f"channels/{channel_id}/messages/{message_id}",
+                                    token, None)
+        if response.status_code in (204, 404):
+            return
+        error = error_of(response)
+        if error is not None:
+            raise error
 
     async def aclose(self) -> None:
         await self.http.aclose()

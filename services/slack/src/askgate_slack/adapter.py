@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import structlog
-from askgate.channels import PermanentError, SentPrompt, StalePolicy
+from askgate.channels import REMINDER, ExtraMessage, PermanentError, SentPrompt, StalePolicy
 from askgate.models import SlackTarget, Target
 from askgate.record import Record
 
@@ -130,6 +130,20 @@ class SlackAdapter:
             channel=channel, thread_ts=thread, text=text, unfurl_links=False,
             unfurl_media=False))
         return SentPrompt(message=str(resp["ts"]), destination=str(resp["channel"]))
+
+    async def finalise_message(self, rec: Record, target: Target,
+                               extra: ExtraMessage) -> None:
+        """A reminder goes from the thread when its question ends (the prompt shows the
+        summary)."""
+        if extra.kind != REMINDER:
+            return
+        ws = await self._ws(rec.tenant)
+        try:
+            await call(lambda: ws.client.chat_delete(channel=extra.destination,
+                                                     ts=extra.message))
+        except PermanentError as exc:
+            if error_code(exc) != "message_not_found":
+                raise
 
     async def finalise(self, rec: Record, index: int, target: Target,
                        ref: dict[str, Any]) -> None:

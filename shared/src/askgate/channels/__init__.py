@@ -23,11 +23,12 @@ from askgate.channels.inbound import (
     may_answer,
 )
 from askgate.channels.service import ChannelService, ChannelSettings, consumer_name
-from askgate.channels.worker import ChannelWorker, DeliveryPolicy, RateGate
+from askgate.channels.worker import REMINDER, ChannelWorker, DeliveryPolicy, RateGate
 from askgate.errors import PermanentError, PlatformError, ThrottledError, TransientError
 from askgate.ledger import StalePolicy
 
 __all__ = [
+    "REMINDER",
     "Answering",
     "ChannelAdapter",
     "ChannelService",
