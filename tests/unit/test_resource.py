@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from askgate.models import QuestionPublic
 from askgate.record import Record
+from askgate.resource import QuestionPublic
 
 DOC = [{"id": "deploy_target", "header": "Deploy", "question": "Where?", "multiSelect": False,
         "options": [{"label": "Staging (Recommended)", "description": "Safe"},

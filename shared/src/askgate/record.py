@@ -16,7 +16,8 @@ import orjson
 from pydantic import TypeAdapter
 
 from askgate import keys
-from askgate.models import Delivery, QuestionIn, QuestionPublic, Remind, Responder, Target
+from askgate.models import QuestionIn, Remind, Responder, Target
+from askgate.resource import Delivery, QuestionPublic
 from askgate.status import DeliveryState, Reason, Status
 from askgate.timeutil import iso
 

@@ -12,12 +12,12 @@ from askgate.models import (
     AnswerBody,
     MessageBody,
     QuestionCreate,
-    QuestionPublic,
     ReplyBody,
     Responder,
     name_problem,
 )
 from askgate.record import Record
+from askgate.resource import QuestionPublic
 from askgate.status import Reason, Status
 from askgate.store import Store
 from askgate.tenants import Tenant
