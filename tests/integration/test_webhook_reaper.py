@@ -101,6 +101,34 @@ async def test_interrupted_attempt_is_counted_and_retried(
     assert [r.headers["x-askgate-attempt"] for r in receiver.received] == ["2"]
 
 
+async def test_a_late_answers_interrupted_attempt_is_retried_as_its_own_chain(
+    app_client: httpx.AsyncClient, tenant: Tenant, redis: Redis, redis_server: RedisProcess,
+    sync_redis: SyncRedis, receiver: Receiver
+) -> None:
+    """A late answer's delivery is reaped like the result's: interrupted, then attempt 2
+    posts it; the result's own delivery is not touched."""
+    from askgate_webhooks.state import delivery_key
+
+    s = hook_settings(redis_server.url)
+    qid = await final_question(app_client, tenant, receiver.url)
+    r = await app_client.post(f"/v1/questions/{qid}/answer", headers=tenant.headers,
+                              json={"answers": {"deploy_target": ["Production"]}})
+    assert r.json()["error"]["late_answer_recorded"] is True
+    late = delivery_key(qid, 0)
+    WebhookEnqueuer(sync_redis, s).start(late)
+    Queue(keys.WEBHOOK_QUEUE, connection=sync_redis).empty()
+    abandon(sync_redis, late, 1)
+    assert await asyncio.to_thread(reap_once, sync_redis, s) == {"interrupted": 1}
+    assert queued_attempts(sync_redis) == [f"webhook-{qid}-late0-2"]
+    assert await asyncio.to_thread(attempt_delivery, sync_redis, s, late, 2) == "delivered"
+    (posted,) = receiver.received
+    assert posted.headers["x-askgate-event"] == "question.late_answer"
+    q = (await app_client.get(f"/v1/questions/{qid}", headers=tenant.headers)).json()
+    assert [a.get("error") or a.get("status_code")
+            for a in q["late_answers"][0]["webhook"]["attempts"]] == ["interrupted", 200]
+    assert q["webhook"] is None  # the result's chain was never begun here
+
+
 async def test_interrupted_last_attempt_is_a_dead_letter(
     app_client: httpx.AsyncClient, tenant: Tenant, redis: Redis, redis_server: RedisProcess,
     sync_redis: SyncRedis, receiver: Receiver

@@ -258,3 +258,46 @@ async def test_ask_without_callback_has_no_webhook(
     qid = r.json()["id"]
     await app_client.post(f"/v1/questions/{qid}/skip", headers=tenant.headers)
     assert await redis.xlen(keys.events(keys.shard_of(qid), "webhook")) == 0
+
+
+@pytest.mark.usefixtures("webhooks")
+async def test_a_late_answer_is_posted_as_its_own_event(
+    app_client: httpx.AsyncClient, tenant: Tenant, receiver: Receiver, redis: Redis
+) -> None:
+    """After the no_answer result, an answer that came late is POSTed signed as
+    question.late_answer; the result in it is still no_answer, and its delivery shows on
+    the late answer."""
+    from askgate.settings import Settings
+    from askgate.store import Store
+    from askgate_sweeper.__main__ import sweep_once
+
+    r = await app_client.post("/v1/questions", json=ask_body(callback_url=receiver.url),
+                              headers=tenant.headers)
+    qid = r.json()["id"]
+    store = Store(redis, Settings(redis_url="redis://unused"))
+    rec = await store.load(qid)
+    assert rec is not None
+    await sweep_once(store, rec.expires_ms + 1)
+    (result,) = await receiver.wait_for(1)
+    assert result.json()["status"] == "no_answer"
+    r = await app_client.post(f"/v1/questions/{qid}/answer", headers=tenant.headers,
+                              json={"answers": {"deploy_target": ["Production"]}})
+    assert r.json()["error"]["late_answer_recorded"] is True
+    _, late = await receiver.wait_for(2)
+    assert verify(tenant.webhook_secret, late.headers, late.body)
+    assert late.headers["x-askgate-event"] == "question.late_answer"
+    body = late.json()
+    assert (body["event"], body["question_id"], body["n"]) == ("question.late_answer", qid, 0)
+    assert body["result"] == {"status": "no_answer"} and body["reason"] == "timeout"
+    assert body["late_answer"]["answers"] == {"deploy_target": ["Production"]}
+    assert body["late_answer"]["responder"] == {"channel": "api"}
+
+    async def delivered() -> bool:
+        q = (await app_client.get(f"/v1/questions/{qid}", headers=tenant.headers)).json()
+        hook = q["late_answers"][0]["webhook"]
+        return bool(hook and hook["status"] == "delivered")
+
+    deadline = time.monotonic() + 30
+    while not await delivered():
+        assert time.monotonic() < deadline, "the late answer's delivery was not recorded"
+        await asyncio.sleep(0.05)

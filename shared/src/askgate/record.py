@@ -193,9 +193,15 @@ class Record:
                 "after_s": (int(f["resolved"]) - int(f["created"])) / 1000}
 
     def late_answers(self) -> list[dict[str, Any]]:
-        """Answers that came after the question ended without one, oldest first."""
-        n = int(self.f.get("late:n") or 0)
-        return [orjson.loads(self.f[f"late:{k}"]) for k in range(n) if f"late:{k}" in self.f]
+        """Answers that came after the question ended without one, oldest first, each
+        with its webhook delivery (None without a callback_url, or before it began)."""
+        out = []
+        for k in range(int(self.f.get("late:n") or 0)):
+            raw = self.f.get(f"late:{k}")
+            if raw:
+                hook = self.f.get(f"webhook:late:{k}")
+                out.append({**orjson.loads(raw), "webhook": orjson.loads(hook) if hook else None})
+        return out
 
     @property
     def result(self) -> dict[str, Any] | None:

@@ -51,6 +51,7 @@ class LateAnswer(BaseModel):
     responder: Responder | None = None
     target: int | None = None
     at: str
+    webhook: dict[str, Any] | None = None  # its delivery to the callback_url, as `webhook`
 
 
 class QuestionPublic(BaseModel):

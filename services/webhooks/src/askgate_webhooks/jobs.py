@@ -1,4 +1,5 @@
-"""The RQ job: one delivery attempt of a final result to its callback_url.
+"""The RQ job: one delivery attempt of a final result (or of a late answer: a delivery
+`<id>|late:<n>`, see state.delivery_key) to its callback_url.
 
 Attempt n claims itself on the question with a lease (`state.WebhookState.claim`),
 POSTs the signed body, records the outcome in the question's `webhook` field, and then
@@ -25,7 +26,7 @@ import structlog
 from askgate import keys, netguard
 from askgate.conn import SyncClient, connect_sync
 from askgate.outbound import Outcome
-from askgate.record import record_from
+from askgate.record import Record, record_from
 from askgate.settings import load
 from askgate.tenants import webhook_settings
 from askgate.timeutil import iso, now_ms
@@ -35,8 +36,8 @@ from rq.exceptions import DuplicateJobError
 
 from askgate_webhooks.client import post
 from askgate_webhooks.config import WebhookSettings
-from askgate_webhooks.render import result_body
-from askgate_webhooks.state import WebhookState, new_lease
+from askgate_webhooks.render import late_body, result_body
+from askgate_webhooks.state import WebhookState, fields, new_lease, parse_delivery
 
 log = structlog.get_logger("askgate.webhooks")
 
@@ -91,8 +92,12 @@ def close_stores() -> None:
 LEASE_SLACK_S = 3
 
 
-def job_id(question_id: str, attempt: int) -> str:
-    return f"webhook-{question_id}-{attempt}"
+def job_id(delivery: str, attempt: int) -> str:
+    # RQ takes letters, digits, _ and - only: late answer n is spelled `late<n>`.
+    question_id, late = parse_delivery(delivery)
+    if late is None:
+        return f"webhook-{question_id}-{attempt}"
+    return f"webhook-{question_id}-late{late}-{attempt}"
 
 
 def job_timeout_s(s: WebhookSettings) -> int:
@@ -112,59 +117,76 @@ def backoff_s(s: WebhookSettings, attempt: int, outcome: Outcome) -> float:
     return min(s.webhook_backoff_max_s, s.webhook_backoff_s * 2.0 ** (attempt - 1))
 
 
-def enqueue(redis: Redis, s: WebhookSettings, question_id: str, attempt: int,
+def enqueue(redis: Redis, s: WebhookSettings, delivery: str, attempt: int,
             delay_s: float = 0.0, *, fresh_id: bool = False) -> bool:
-    """Enqueue attempt n (after delay_s) on RQ's Redis; False when that job already
-    exists. fresh_id: under a new id, for when the job of that id is stuck (its worker
-    died with it)."""
+    """Enqueue attempt n of a delivery (after delay_s) on RQ's Redis; False when that job
+    already exists. fresh_id: under a new id, for when the job of that id is stuck (its
+    worker died with it)."""
     queue = Queue(keys.WEBHOOK_QUEUE, connection=redis)
-    jid = job_id(question_id, attempt)
+    jid = job_id(delivery, attempt)
     opts: dict[str, Any] = {
         "job_id": f"{jid}-{secrets.token_hex(4)}" if fresh_id else jid,
         "unique": True,
         "job_timeout": job_timeout_s(s),
         "result_ttl": 3600,
         "failure_ttl": 7 * 86400,
-        "description": f"webhook {question_id} attempt {attempt}",
+        "description": f"webhook {delivery} attempt {attempt}",
     }
     try:
         if delay_s > 0:
-            queue.enqueue_in(timedelta(seconds=delay_s), deliver, question_id, attempt, **opts)
+            queue.enqueue_in(timedelta(seconds=delay_s), deliver, delivery, attempt, **opts)
         else:
-            queue.enqueue(deliver, question_id, attempt, **opts)
+            queue.enqueue(deliver, delivery, attempt, **opts)
     except DuplicateJobError:
         return False
     return True
 
 
-def deliver(question_id: str, attempt: int) -> str:
+def deliver(delivery: str, attempt: int) -> str:
     """The job RQ runs. Returns what happened, for RQ's job result."""
     job = get_current_job()
     assert job is not None, "deliver runs as an RQ job"
     s = settings()
-    return attempt_delivery(store_redis(s, job.connection), s, question_id, attempt,
+    return attempt_delivery(store_redis(s, job.connection), s, delivery, attempt,
                             jobs_redis=job.connection)
 
 
-def attempt_delivery(redis: SyncClient, s: WebhookSettings, question_id: str, attempt: int,
+def body_of(rec: Record, late: int | None) -> tuple[bytes, str] | None:
+    """What a delivery POSTs, and its event: the result, or late answer n (None when it
+    is not there)."""
+    if late is None:
+        return result_body(rec), "question.resolved"
+    answers = rec.late_answers()
+    if late >= len(answers):
+        return None
+    answer = {k: v for k, v in answers[late].items() if k != "webhook"}
+    return late_body(rec, late, answer), "question.late_answer"
+
+
+def attempt_delivery(redis: SyncClient, s: WebhookSettings, delivery: str, attempt: int,
                      *, jobs_redis: Redis | None = None,
                      resolver: netguard.SyncResolver | None = None) -> str:
-    """Run attempt n: `redis` holds the question, `jobs_redis` (default: the same) RQ's
-    queue for the retry; `resolver` looks up the callback's host (the machine's)."""
+    """Run attempt n of a delivery (a question id: its result; `<id>|late:<n>`: a late
+    answer): `redis` holds the question, `jobs_redis` (default: the same) RQ's queue for
+    the retry; `resolver` looks up the callback's host (the machine's)."""
     state = WebhookState(redis, s.webhook_dead_maxlen)
-    bound = log.bind(question_id=question_id, attempt=attempt)
+    question_id, late = parse_delivery(delivery)
+    bound = log.bind(question_id=question_id, attempt=attempt, late=late)
     until = now_ms() + lease_ms(s)
     lease = new_lease(until)
-    if not state.claim(question_id, attempt, lease, until):
+    if not state.claim(delivery, attempt, lease, until):
         bound.info("webhook.skipped", why="already attempted or question gone")
         return "skipped"
     pipe = redis.pipeline(transaction=False)
     pipe.hgetall(keys.question(question_id))
     pipe.get(keys.doc(question_id))
-    raw, blob = pipe.execute()
-    rec = record_from(question_id, raw, blob)
-    if rec is None:  # expired between the claim and now
+    pipe.hgetall(keys.deliveries(question_id))
+    raw, blob, more = pipe.execute()
+    rec = record_from(question_id, raw, blob, more)
+    what = body_of(rec, late) if rec is not None else None
+    if rec is None or what is None:  # expired between the claim and now
         return "skipped"
+    body, event = what
     bound = bound.bind(tenant=rec.f.get("tenant"))
     url = rec.f.get("callback", "")
     secret, allow = webhook_settings(redis, rec.f.get("tenant", ""))
@@ -172,22 +194,24 @@ def attempt_delivery(redis: SyncClient, s: WebhookSettings, question_id: str, at
         outcome = Outcome(ok=False, retry=False, error="tenant not found")
     else:
         policy = s.outbound_policy().with_allowed(netguard.parse_cidrs(allow))
-        outcome = post(http_client(s), url, secret, result_body(rec),
-                       {"X-Askgate-Attempt": str(attempt)}, policy=policy,
-                       resolver=resolver or _resolver)
+        outcome = post(http_client(s), url, secret, body,
+                       {"X-Askgate-Attempt": str(attempt), "X-Askgate-Event": event},
+                       policy=policy, resolver=resolver or _resolver)
 
-    prior: dict[str, Any] = orjson.loads(rec.f["webhook"]) if rec.f.get("webhook") else {}
-    return conclude(redis, s, state, question_id, attempt, lease, prior, outcome,
+    field = fields(delivery)[2]
+    prior: dict[str, Any] = orjson.loads(rec.f[field]) if rec.f.get(field) else {}
+    return conclude(redis, s, state, delivery, attempt, lease, prior, outcome,
                     rec.f.get("tenant", ""), url, jobs_redis=jobs_redis)
 
 
-def conclude(redis: SyncClient, s: WebhookSettings, state: WebhookState, question_id: str,
+def conclude(redis: SyncClient, s: WebhookSettings, state: WebhookState, delivery: str,
              attempt: int, lease: str, prior: dict[str, Any], outcome: Outcome, tenant: str,
              url: str, *, jobs_redis: Redis | None = None) -> str:
     """Record attempt n's outcome, if it still holds `lease`, then the next step: done,
     a dead letter, or attempt n+1 after the backoff (on `jobs_redis`, default `redis`).
     Returns the verdict."""
-    bound = log.bind(question_id=question_id, attempt=attempt, tenant=tenant)
+    question_id, late = parse_delivery(delivery)
+    bound = log.bind(question_id=question_id, attempt=attempt, tenant=tenant, late=late)
     entry: dict[str, Any] = {"at": iso(now_ms())}
     if outcome.status_code is not None:
         entry["status_code"] = outcome.status_code
@@ -214,17 +238,18 @@ def conclude(redis: SyncClient, s: WebhookSettings, state: WebhookState, questio
     if verdict == "failed":
         dead = {
             "question_id": question_id,
+            "event": "question.resolved" if late is None else "question.late_answer",
             "tenant": tenant,
             "url": url,
             "attempts": str(attempt),
             "last": orjson.dumps(entry).decode(),
             "at": entry["at"],
         }
-    if state.record(question_id, attempt, lease, doc, due, dead) != "ok":
+    if state.record(delivery, attempt, lease, doc, due, dead) != "ok":
         bound.warning("webhook.record_lost", outcome=verdict)
         return "lost"
     if verdict == "retry":
-        enqueue(jobs_redis if jobs_redis is not None else redis, s, question_id, attempt + 1,
+        enqueue(jobs_redis if jobs_redis is not None else redis, s, delivery, attempt + 1,
                 delay)
         bound.info("webhook.retry", status_code=outcome.status_code, error=outcome.error,
                    delay_s=delay)

@@ -30,7 +30,7 @@ from rq import Queue
 
 from askgate_webhooks import jobs
 from askgate_webhooks.config import WebhookSettings
-from askgate_webhooks.state import WebhookState
+from askgate_webhooks.state import WebhookState, parse_delivery
 
 log = structlog.get_logger("askgate.webhooks")
 
@@ -50,35 +50,38 @@ def reap_once(redis: SyncClient, s: WebhookSettings, now: int | None = None, *,
     rq_redis = jobs_redis if jobs_redis is not None else redis
     done: dict[str, int] = {}
     for shard in range(keys.SHARDS):
-        for question_id in state.overdue(shard, now):
-            what = reap(redis, s, state, question_id, now, rq_redis)
+        for delivery in state.overdue(shard, now):
+            what = reap(redis, s, state, delivery, now, rq_redis)
             done[what] = done.get(what, 0) + 1
     return done
 
 
-def reap(redis: SyncClient, s: WebhookSettings, state: WebhookState, question_id: str,
+def reap(redis: SyncClient, s: WebhookSettings, state: WebhookState, delivery: str,
          now: int, jobs_redis: Redis) -> str:
-    cur = state.read(question_id)
+    """One overdue delivery (a question's result, or one of its late answers)."""
+    question_id, _ = parse_delivery(delivery)
+    cur = state.read(delivery)
     if cur is None or cur.doc.get("status") != "pending":
         # Gone past its retention, or finished: nothing is owed.
-        redis.zrem(keys.webhook_due(keys.shard_of(question_id)), question_id)
+        redis.zrem(keys.webhook_due(keys.shard_of(question_id)), delivery)
         return "finished"
     if cur.lease:
         if cur.lease_deadline_ms > now:
             return "running"
-        return _interrupted(redis, s, state, question_id, cur.claimed, cur.lease, cur.doc,
+        return _interrupted(redis, s, state, delivery, cur.claimed, cur.lease, cur.doc,
                             jobs_redis)
     next_attempt = cur.claimed + 1
-    if state.reschedule(question_id, cur.claimed, now + jobs.lease_ms(s)) != "ok":
+    if state.reschedule(delivery, cur.claimed, now + jobs.lease_ms(s)) != "ok":
         return "raced"  # an attempt was claimed meanwhile: it is running after all
-    if not _ensure_job(jobs_redis, s, question_id, next_attempt):
+    if not _ensure_job(jobs_redis, s, delivery, next_attempt):
         return "waiting"  # its job is queued or scheduled: no worker has taken it yet
-    log.warning("webhook.reenqueued", question_id=question_id, attempt=next_attempt)
+    log.warning("webhook.reenqueued", delivery=delivery, attempt=next_attempt)
     return "reenqueued"
 
 
-def _interrupted(redis: SyncClient, s: WebhookSettings, state: WebhookState, question_id: str,
+def _interrupted(redis: SyncClient, s: WebhookSettings, state: WebhookState, delivery: str,
                  attempt: int, lease: str, prior: dict[str, object], jobs_redis: Redis) -> str:
+    question_id, _ = parse_delivery(delivery)
     pipe = redis.pipeline(transaction=False)
     pipe.hgetall(keys.question(question_id))
     pipe.get(keys.doc(question_id))
@@ -89,12 +92,12 @@ def _interrupted(redis: SyncClient, s: WebhookSettings, state: WebhookState, que
     log.warning("webhook.interrupted", question_id=question_id, attempt=attempt)
     # Retried at once: the receiver did nothing wrong, and a queued job needs no scheduler.
     outcome = Outcome(ok=False, retry=True, error=INTERRUPTED, retry_after_s=0.0)
-    verdict = jobs.conclude(redis, s, state, question_id, attempt, lease, dict(prior),
+    verdict = jobs.conclude(redis, s, state, delivery, attempt, lease, dict(prior),
                             outcome, tenant, url, jobs_redis=jobs_redis)
     return "dead" if verdict == "failed" else "interrupted"
 
 
-def _ensure_job(redis: Redis, s: WebhookSettings, question_id: str, attempt: int) -> bool:
+def _ensure_job(redis: Redis, s: WebhookSettings, delivery: str, attempt: int) -> bool:
     """Attempt n's job will run: it waits in the queue for a free worker (False), or a job
     for it is enqueued now (True).
 
@@ -102,12 +105,12 @@ def _ensure_job(redis: Redis, s: WebhookSettings, question_id: str, attempt: int
     may have been taken by a worker that died before it started (RQ keeps it in that
     worker's intermediate queue), and a scheduled one is a lease past its time, so its
     scheduler is gone (RQ's scheduler lock outlives a killed scheduler by minutes)."""
-    if jobs.enqueue(redis, s, question_id, attempt):
+    if jobs.enqueue(redis, s, delivery, attempt):
         return True
     queue = Queue(keys.WEBHOOK_QUEUE, connection=redis)
-    if queue.get_job_position(jobs.job_id(question_id, attempt)) is not None:
+    if queue.get_job_position(jobs.job_id(delivery, attempt)) is not None:
         return False
-    return jobs.enqueue(redis, s, question_id, attempt, fresh_id=True)
+    return jobs.enqueue(redis, s, delivery, attempt, fresh_id=True)
 
 
 async def reap_forever(redis: SyncClient, s: WebhookSettings, stop: asyncio.Event, *,

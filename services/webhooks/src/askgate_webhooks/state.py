@@ -13,6 +13,10 @@ after which attempt n+1 claims as usual.
 `askgate:{ag:NN}:webhooks:due` (keys.webhook_due) scores each unfinished delivery by the
 moment its next step is overdue: the lease's end while an attempt runs, the scheduled
 start of the next attempt (plus a lease) while it waits. Delivered and failed leave it.
+
+A question's late answers are delivered the same way, each its own chain: delivery
+`<id>|late:<n>` (`delivery_key`) keeps `wh:late:<n>:n`, `wh:late:<n>:lease` and
+`webhook:late:<n>` beside the result's fields, and is its own member of the due set.
 """
 
 from __future__ import annotations
@@ -31,33 +35,56 @@ WRITE = """
 -- ARGV[1] expected wh:n ('' = never set)   ARGV[2] expected wh:lease ('' = none)
 -- ARGV[3] new wh:n   ARGV[4] new wh:lease ('' = none)   ARGV[5] the webhook JSON ('' =
 -- leave it)   ARGV[6] due score ('' = leave the due set alone, '-' = leave the set)
--- ARGV[7] question id   ARGV[8] dead-letter stream maxlen
--- ARGV[9..] the dead letter's field/value pairs (none = no dead letter)
+-- ARGV[7] the delivery (its due-set member)   ARGV[8] dead-letter stream maxlen
+-- ARGV[9] ARGV[10] ARGV[11] the delivery's fields: its counter (wh:n), lease (wh:lease)
+-- and JSON (webhook)   ARGV[12..] the dead letter's field/value pairs (none = none)
 -- Writes only while the question exists (HSET would otherwise make a stray hash).
 -- Returns 'ok' | 'conflict' | 'missing'
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('ZREM', KEYS[3], ARGV[7])
   return 'missing'
 end
-local f = redis.call('HMGET', KEYS[1], 'wh:n', 'wh:lease')
+local f = redis.call('HMGET', KEYS[1], ARGV[9], ARGV[10])
 if (f[1] or '') ~= ARGV[1] or (f[2] or '') ~= ARGV[2] then return 'conflict' end
-redis.call('HSET', KEYS[1], 'wh:n', ARGV[3])
+redis.call('HSET', KEYS[1], ARGV[9], ARGV[3])
 if ARGV[4] ~= '' then
-  redis.call('HSET', KEYS[1], 'wh:lease', ARGV[4])
+  redis.call('HSET', KEYS[1], ARGV[10], ARGV[4])
 elseif f[2] then
-  redis.call('HDEL', KEYS[1], 'wh:lease')
+  redis.call('HDEL', KEYS[1], ARGV[10])
 end
-if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'webhook', ARGV[5]) end
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], ARGV[11], ARGV[5]) end
 if ARGV[6] == '-' then
   redis.call('ZREM', KEYS[3], ARGV[7])
 elseif ARGV[6] ~= '' then
   redis.call('ZADD', KEYS[3], ARGV[6], ARGV[7])
 end
-if #ARGV > 8 then
-  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[8], '*', unpack(ARGV, 9))
+if #ARGV > 11 then
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[8], '*', unpack(ARGV, 12))
 end
 return 'ok'
 """
+
+_LATE = "|late:"
+
+
+def delivery_key(question_id: str, late: int | None = None) -> str:
+    """A delivery chain's name: the question id for its result, `<id>|late:<n>` for its
+    late answer n (the due set's member, and what the RQ job delivers)."""
+    return question_id if late is None else f"{question_id}{_LATE}{late}"
+
+
+def parse_delivery(delivery: str) -> tuple[str, int | None]:
+    """(question id, late answer number or None for the result) of a delivery."""
+    qid, sep, n = delivery.partition(_LATE)
+    return qid, int(n) if sep and n.isdigit() else None
+
+
+def fields(delivery: str) -> tuple[str, str, str]:
+    """The hash fields of a delivery chain: attempt counter, lease, JSON."""
+    _, late = parse_delivery(delivery)
+    if late is None:
+        return "wh:n", "wh:lease", "webhook"
+    return f"wh:late:{late}:n", f"wh:late:{late}:lease", f"webhook:late:{late}"
 
 
 @dataclass(frozen=True)
@@ -85,7 +112,7 @@ class WebhookState:
 
     def write(
         self,
-        question_id: str,
+        delivery: str,
         expect: tuple[str, str],
         counter: str,
         lease: str = "",
@@ -96,38 +123,39 @@ class WebhookState:
         flat: list[str] = []
         for k, v in (dead or {}).items():
             flat += [k, v]
+        question_id, _ = parse_delivery(delivery)
         shard = keys.shard_of(question_id)
         reply = self._write(
             keys=[keys.question(question_id), keys.webhook_dead(shard), keys.webhook_due(shard)],
             args=[expect[0], expect[1], counter, lease,
-                  orjson.dumps(doc).decode() if doc else "", due, question_id,
-                  self.dead_maxlen, *flat],
+                  orjson.dumps(doc).decode() if doc else "", due, delivery,
+                  self.dead_maxlen, *fields(delivery), *flat],
         )
         return reply.decode() if isinstance(reply, bytes) else str(reply)
 
-    def begin(self, question_id: str, doc: dict[str, Any], due_ms: int) -> str:
+    def begin(self, delivery: str, doc: dict[str, Any], due_ms: int) -> str:
         """The first write: the delivery is pending, no attempt claimed yet."""
-        return self.write(question_id, ("", ""), "0", doc=doc, due=str(due_ms))
+        return self.write(delivery, ("", ""), "0", doc=doc, due=str(due_ms))
 
-    def claim(self, question_id: str, attempt: int, lease: str, due_ms: int) -> bool:
+    def claim(self, delivery: str, attempt: int, lease: str, due_ms: int) -> bool:
         """Attempt n may run only once, only after attempt n-1 was recorded, and holds
         `lease` until its outcome is."""
-        return self.write(question_id, (str(attempt - 1), ""), str(attempt), lease,
+        return self.write(delivery, (str(attempt - 1), ""), str(attempt), lease,
                           due=str(due_ms)) == "ok"
 
-    def record(self, question_id: str, attempt: int, lease: str, doc: dict[str, Any],
+    def record(self, delivery: str, attempt: int, lease: str, doc: dict[str, Any],
                due_ms: int | None, dead: dict[str, str] | None = None) -> str:
         """Attempt n's outcome, if it still holds its lease; due_ms None: finished."""
-        return self.write(question_id, (str(attempt), lease), str(attempt), doc=doc,
+        return self.write(delivery, (str(attempt), lease), str(attempt), doc=doc,
                           due="-" if due_ms is None else str(due_ms), dead=dead)
 
-    def reschedule(self, question_id: str, claimed: int, due_ms: int) -> str:
+    def reschedule(self, delivery: str, claimed: int, due_ms: int) -> str:
         """Push the reaper's next look at a delivery whose next attempt was re-enqueued."""
-        return self.write(question_id, (str(claimed), ""), str(claimed), due=str(due_ms))
+        return self.write(delivery, (str(claimed), ""), str(claimed), due=str(due_ms))
 
-    def read(self, question_id: str) -> Current | None:
-        n, lease, doc = self.redis.hmget(keys.question(question_id),
-                                         ["wh:n", "wh:lease", "webhook"])
+    def read(self, delivery: str) -> Current | None:
+        question_id, _ = parse_delivery(delivery)
+        n, lease, doc = self.redis.hmget(keys.question(question_id), list(fields(delivery)))
         if doc is None:
             return None
         return Current(int(n) if n is not None else -1,

@@ -1,4 +1,5 @@
-"""The stream side: `question.resolved` on the `webhook` channel → the first RQ job.
+"""The stream side: `question.resolved` (and each `question.late_answer`) on the
+`webhook` channel → the first RQ job of that delivery.
 
 An entry is acknowledged (by the consumer loop) only after the job is enqueued. A
 re-processed entry finds the delivery already begun (`wh:n` set) and the job id taken,
@@ -13,12 +14,13 @@ from typing import Any
 import structlog
 from askgate import keys
 from askgate.consumer import Event
+from askgate.events import QuestionLateAnswer, QuestionResolved
 from askgate.timeutil import iso, now_ms
 from redis import Redis
 
 from askgate_webhooks import jobs
 from askgate_webhooks.config import WebhookSettings
-from askgate_webhooks.state import WebhookState
+from askgate_webhooks.state import WebhookState, delivery_key, fields, parse_delivery
 
 log = structlog.get_logger("askgate.webhooks")
 CHANNEL = "webhook"
@@ -37,11 +39,16 @@ class WebhookEnqueuer:
         self.state = WebhookState(sync_redis, settings.webhook_dead_maxlen)
 
     async def handle(self, event: Event) -> None:
-        if event.type != "question.resolved":
-            return  # only a final result is delivered
-        await asyncio.to_thread(self.start, event.question_id)
+        payload = event.payload
+        if isinstance(payload, QuestionResolved):
+            await asyncio.to_thread(self.start, delivery_key(event.question_id))
+        elif isinstance(payload, QuestionLateAnswer):
+            await asyncio.to_thread(self.start, delivery_key(event.question_id, payload.n))
+        # Nothing else is delivered.
 
-    def start(self, question_id: str) -> None:
+    def start(self, delivery: str) -> None:
+        """Begin one delivery chain: a question's result, or one of its late answers."""
+        question_id, _ = parse_delivery(delivery)
         qkey = keys.question(question_id)
         channels = self.redis.hget(qkey, "channels") or b""
         if b"webhook" not in channels.split(b","):
@@ -49,9 +56,9 @@ class WebhookEnqueuer:
         doc: dict[str, Any] = {
             "status": "pending", "attempts": [], "next_attempt_at": iso(now_ms())
         }
-        began = self.state.begin(question_id, doc, now_ms() + jobs.lease_ms(self.settings))
-        counter = self.redis.hget(qkey, "wh:n")
+        began = self.state.begin(delivery, doc, now_ms() + jobs.lease_ms(self.settings))
+        counter = self.redis.hget(qkey, fields(delivery)[0])
         # Attempt 1 not claimed yet: this is the first processing, or a crash came
         # between `begin` and the enqueue. Either way the unique job id decides.
-        if counter == b"0" and jobs.enqueue(self.jobs_redis, self.settings, question_id, 1):
-            log.info("webhook.enqueued", question_id=question_id, first=began == "ok")
+        if counter == b"0" and jobs.enqueue(self.jobs_redis, self.settings, delivery, 1):
+            log.info("webhook.enqueued", delivery=delivery, first=began == "ok")
