@@ -2,8 +2,9 @@
 
 `parse_reply(questions, text, locale)` reads a human's message as answers to a pending
 ask: option numbers, labels ignoring case, free text, comma lists for multi-select,
-keyed or positional lines for several questions, and the locale's skip word. A reply
-that leaves a question unanswered yields one correction message naming it.
+keyed or positional lines for several questions (mixed: keyed lines go to their
+questions, the others fill the rest in order), and the locale's skip word. A reply that
+leaves a question unanswered yields one correction message naming it.
 """
 
 from __future__ import annotations
@@ -100,20 +101,22 @@ def _key_index(questions: Sequence[QuestionIn], key: str) -> int | None:
     return None
 
 
-def _keyed(questions: Sequence[QuestionIn], lines: list[str]) -> dict[int, str] | None:
-    """Lines as `key: value` pairs when every non-blank line names a question."""
+def _sort_lines(questions: Sequence[QuestionIn], lines: list[str]
+                ) -> tuple[dict[int, str], list[str]]:
+    """The keyed lines' values by question, and every other line in order. A line is
+    keyed only when its key names a question (id, header, question text or position):
+    `14:30`, `2026-07-08` or `https://…` merely look keyed, and are values."""
     found: dict[int, list[str]] = {}
+    loose: list[str] = []
     longest = _longest_key(questions)
     for line in lines:
-        if not line.strip():
-            continue
-        pair = _split_key(questions, line, longest)
+        pair = _split_key(questions, line, longest) if line.strip() else None
         if pair is None:
-            return None
-        idx, value = pair
-        found.setdefault(idx, []).append(value)
+            loose.append(line)
+        else:
+            found.setdefault(pair[0], []).append(pair[1])
     # Joined once at the end: appending to a string per line would be quadratic.
-    return {idx: ", ".join(values) for idx, values in found.items()} or None
+    return {idx: ", ".join(values) for idx, values in found.items()}, loose
 
 
 def _longest_key(questions: Sequence[QuestionIn]) -> int:
@@ -146,25 +149,30 @@ def parse_reply(questions: Sequence[QuestionIn], text: str, locale: str = "en") 
         if values:
             answers[questions[0].id] = values
     else:
-        # Leading blank lines keep their place (the first question is the blank one).
         lines = raw.replace("\r", "").rstrip().split("\n")
-        keyed = _keyed(questions, lines)
-        if keyed is not None:
-            for idx, value in keyed.items():
-                values = parse_value(questions[idx], value, split_lines=False)
-                if values:
-                    answers[questions[idx].id] = values
+        keyed, loose = _sort_lines(questions, lines)
+        for idx, value in keyed.items():
+            values = parse_value(questions[idx], value, split_lines=False)
+            if values:
+                answers[questions[idx].id] = values
+        if keyed:
+            # The other lines fill the questions no key named, in order (blank ones skipped).
+            rest = [q for i, q in enumerate(questions) if i not in keyed]
+            loose = [line for line in loose if line.strip()]
         else:
-            if len(lines) > len(questions) and any(x.strip() for x in lines[len(questions) :]):
-                return ParsedReply(
-                    "incomplete",
-                    missing=[q.id for q in questions],
-                    message=t(locale, "too_many_lines", count=len(questions)),
-                )
-            for q, line in zip(questions, lines, strict=False):
-                values = parse_value(q, line, split_lines=False)
-                if values:
-                    answers[q.id] = values
+            # One line per question; a blank line (a leading one too) keeps its place.
+            rest = list(questions)
+        if len(loose) > len(rest) and any(x.strip() for x in loose[len(rest):]):
+            return ParsedReply(
+                "incomplete",
+                answers=answers,
+                missing=[q.id for q in questions if q.id not in answers],
+                message=t(locale, "too_many_lines", count=len(questions)),
+            )
+        for q, line in zip(rest, loose, strict=False):
+            values = parse_value(q, line, split_lines=False)
+            if values:
+                answers[q.id] = values
     missing = [q for q in questions if q.id not in answers]
     if missing:
         named = " / ".join(f"{q.header}: {q.question}" for q in missing)
