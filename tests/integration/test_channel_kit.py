@@ -42,6 +42,7 @@ class Platform:
     scripts: dict[str, list[Exception | None]] = field(default_factory=dict)
     prompts: list[tuple[str, str]] = field(default_factory=list)  # (question id, dest)
     summaries: list[tuple[str, str]] = field(default_factory=list)
+    reminders: list[tuple[str, int, str]] = field(default_factory=list)  # (id, n, text)
     tidied: list[tuple[str, str, str]] = field(default_factory=list)  # (id, kind, message)
     hold: dict[str, asyncio.Event] = field(default_factory=dict)
 
@@ -76,6 +77,13 @@ class RecordingAdapter:
     async def finalise(self, rec: Record, index: int, target: Target,
                        ref: dict[str, Any]) -> None:
         self.platform.summaries.append((rec.id, self.destination(rec, target)))
+
+    async def send_reminder(self, rec: Record, index: int, target: Target,
+                            ref: dict[str, Any], text: str, n: int) -> SentPrompt | None:
+        dest = self.destination(rec, target)
+        await self.platform.call(dest)
+        self.platform.reminders.append((rec.id, n, text))
+        return None
 
 
 class TidyingAdapter(RecordingAdapter):
@@ -166,6 +174,28 @@ async def test_transient_failures_are_retried_into_one_prompt(
     assert platform.prompts == [(rec.id, "C1")]
     delivery = (await settings_store.load(rec.id)).delivery(0)  # type: ignore[union-attr]
     assert delivery.attempts == 3
+
+
+async def test_a_reminder_that_fails_for_now_is_sent_once_later(
+    services: Any, settings_store: Store, tenant: Tenant
+) -> None:
+    """Three 502s use up a handling's quick tries: the claim goes back, a later round
+    sends reminder 1 once, and the ledger says sent."""
+    from askgate import keys
+    from askgate_sweeper.__main__ import timers_once
+
+    platform = Platform()
+    await services(platform, delivery_retries=2)
+    rec, _ = await settings_store.create(tenant.id, QuestionCreate.model_validate(ask_body(
+        "s", targets=[{"channel": "slack", "channel_id": "C1"}], remind={"every_s": 60})),
+        max_pending=10**6, asks_per_s=10**6)
+    await eventually(lambda: delivered(settings_store, rec.id), "delivered")
+    platform.scripts["C1"] = [TransientError("HTTP 502")] * 3
+    await timers_once(settings_store, rec.created_ms + 60_000)
+    await eventually(lambda: platform.reminders, "the reminder on a later round")
+    assert platform.reminders == [(rec.id, 1, "Still waiting for your answer — 14 min left.")]
+    mark = await settings_store.redis.hget(keys.deliveries(rec.id), "r:0:1")
+    assert mark == b"sent"
 
 
 async def test_permanent_failure_ends_an_ask_nobody_can_see(
