@@ -131,7 +131,9 @@ async def test_no_bot_token_fails_delivery(tg: Harness) -> None:
 
 async def test_retry_after_holds_only_its_chat(tg: Harness) -> None:
     """A 429 for one chat delays that chat's prompt only; another chat is served meanwhile."""
-    tg.fake.retry_after[PRIVATE] = [1]
+    # Long enough that the other chat's ask, made after the 429, is served within it
+    # even on a loaded machine.
+    tg.fake.retry_after[PRIVATE] = [3]
     first = await tg.ask(session="a")
     await eventually(lambda: tg.fake.sent(), "the refused sendMessage")
     await tg.ask(session="b", chat_id=OTHER_CHAT)
