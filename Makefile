@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml uv.lock shared/pyproject.toml $(wildcard services/*/pyproject.toml)
+$(VENV)/.installed: pyproject.toml uv.lock $(wildcard shared/pyproject.toml shared/*/pyproject.toml services/*/pyproject.toml)
 	@$(PY) -m uv --version >/dev/null 2>&1 || $(PY) -m pip install --quiet uv
 	$(UV) sync --all-packages --frozen
 	@touch $@
@@ -31,7 +31,7 @@ test: install browser
 
 lint: install
 	$(BIN)/ruff check .
-	$(BIN)/mypy shared/src services
+	$(BIN)/mypy shared/src shared/client/src services
 
 # The benchmark report (a few minutes): docs/benchmarks.md and bench/out/*.json.
 # `make bench BENCH_ARGS=--quick` is a smoke run of a few seconds per figure.

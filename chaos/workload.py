@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 import httpx
-from askgate.client import ApiError, AsyncAskgate
+from askgate_client import ApiError, AsyncAskgate
 
 from chaos.channels import Asked, Channel, Stack, post_any
 

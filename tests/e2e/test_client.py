@@ -8,9 +8,9 @@ from typing import Any
 
 import httpx
 import pytest
-from askgate.client import Askgate, AskResult, AsyncAskgate, InvalidAsk
 from askgate.redis_server import RedisProcess
 from askgate.tenants import create_tenant
+from askgate_client import Askgate, AskResult, AsyncAskgate, InvalidAsk
 
 from tests.conftest import Tenant, ask_body
 from tests.e2e.conftest import answer_production, pending_question
@@ -200,3 +200,32 @@ async def test_one_client_holds_more_than_100_waits(
         results = await asyncio.gather(*waits)
     assert [r.tool_result for r in results] == [SEED_ANSWERED] * WAITS
     assert tenant_rec.id
+
+
+TELEGRAM_STEP = {"after_s": 600, "targets": [{"channel": "telegram", "chat_id": "42"}]}
+
+
+async def test_ask_carries_remind_and_escalate(api_server: ApiProcess, tenant: Tenant) -> None:
+    """remind and escalate given to start() are the question's reminders and steps."""
+    async with AsyncAskgate(api_server.url, tenant.api_key, session="s1") as ag:
+        question = await ag.start(QUESTIONS, timeout_s=900, targets=[{"channel": "web"}],
+                                  remind={"every_s": 300, "max": 2, "final_warning_s": 60},
+                                  escalate=[TELEGRAM_STEP])
+        await ag.cancel(question.id)
+    assert question.remind == {"every_s": 300, "max": 2, "final_warning_s": 60, "sent": 0}
+    assert [(s["step"], s["after_s"]) for s in question.escalation] == [(1, 600)]
+
+
+async def test_client_defaults_remind_and_escalate(api_server: ApiProcess,
+                                                   tenant: Tenant) -> None:
+    """The client's remind and escalate apply to every ask; an ask's own remind
+    replaces the default."""
+    async with AsyncAskgate(api_server.url, tenant.api_key, session="s1",
+                            targets=[{"channel": "web"}], remind={"every_s": 120, "max": 1},
+                            escalate=[TELEGRAM_STEP]) as ag:
+        defaulted = await ag.start(QUESTIONS, timeout_s=900)
+        await ag.cancel(defaulted.id)
+        own = await ag.start(QUESTIONS, timeout_s=900, remind={"every_s": 600, "max": 2})
+        await ag.cancel(own.id)
+    assert [(q.remind or {}).get("every_s") for q in (defaulted, own)] == [120, 600]
+    assert [len(q.escalation) for q in (defaulted, own)] == [1, 1]

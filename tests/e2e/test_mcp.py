@@ -34,9 +34,11 @@ def text_of(result: CallToolResult) -> str:
 
 
 @asynccontextmanager
-async def mcp_client(api_server: ApiProcess, tenant: Tenant) -> AsyncIterator[Client]:
-    """`askgate-mcp` spawned over stdio for this tenant, and a connected MCP client
-    (a context manager, not a fixture: anyio needs one task to enter and exit it)."""
+async def mcp_client(api_server: ApiProcess, tenant: Tenant,
+                     **env: str) -> AsyncIterator[Client]:
+    """`askgate-mcp` spawned over stdio for this tenant (`env` on top), and a connected
+    MCP client (a context manager, not a fixture: anyio needs one task to enter and exit
+    it)."""
     params = StdioServerParameters(
         command=str(Path(sys.executable).parent / "askgate-mcp"),
         env={
@@ -44,6 +46,7 @@ async def mcp_client(api_server: ApiProcess, tenant: Tenant) -> AsyncIterator[Cl
             "ASKGATE_API_KEY": tenant.api_key,
             "ASKGATE_SESSION": SESSION,
             "ASKGATE_PROGRESS_INTERVAL_S": "0.2",
+            **env,
         },
     )
     async with Client(params) as client:
@@ -146,3 +149,19 @@ async def test_cancelled_call_cancels_question(api_server: ApiProcess, tenant: T
                 await asyncio.sleep(0.05)
         assert (final["status"], final["reason"], final["result"]) == (
             "no_answer", "cancelled", {"status": "no_answer"})
+
+
+async def test_asks_with_configured_remind_and_escalate(api_server: ApiProcess,
+                                                        tenant: Tenant) -> None:
+    """ASKGATE_REMIND and ASKGATE_ESCALATE are sent with the tool's asks."""
+    step = {"after_s": 600, "targets": [{"channel": "telegram", "chat_id": "42"}]}
+    env = {"ASKGATE_TARGETS": '[{"channel": "web"}]',
+           "ASKGATE_REMIND": '{"every_s": 300, "max": 2}',
+           "ASKGATE_ESCALATE": json.dumps([step])}
+    async with mcp_client(api_server, tenant, **env) as client:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client.call_tool, "ask_user", SEED_INPUT)
+            question = await pending_question(api_server, tenant.headers, SESSION)
+            await answer_production(api_server, tenant.headers, question["id"])
+    assert (question["remind"]["every_s"], question["remind"]["max"]) == (300, 2)
+    assert [(s["step"], s["after_s"]) for s in question["escalation"]] == [(1, 600)]

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from typing import Any
 
 import anyio
 import uvicorn
-from askgate.errors import ConfigError
-from askgate.logs import configure_logging
 from mcp.server.stdio import stdio_server
 
-from askgate_mcp.config import McpSettings, load_settings
+from askgate_mcp.config import ConfigError, McpSettings, load_settings
 from askgate_mcp.server import build_server
+
+JSON_FLAGS = {"targets": "a JSON list of targets", "remind": "a JSON object",
+              "escalate": "a JSON list of steps"}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -31,6 +33,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--session", help="agent session to ask in (ASKGATE_SESSION)")
     ap.add_argument("--targets", help="where to show questions, JSON list (ASKGATE_TARGETS)")
     ap.add_argument("--locale", help="en, tr or hi (ASKGATE_LOCALE)")
+    ap.add_argument("--remind", help='reminders for every ask, a JSON object such as '
+                    '{"every_s": 300, "max": 3} (ASKGATE_REMIND)')
+    ap.add_argument("--escalate", help='escalation steps for every ask, a JSON list such as '
+                    '[{"after_s": 600, "targets": [...]}] (ASKGATE_ESCALATE)')
     ap.add_argument("--run-id", help="run id sent with every ask (ASKGATE_RUN_ID)")
     ap.add_argument("--agent-id", help="agent id sent with every ask (ASKGATE_AGENT_ID)")
     ap.add_argument("--progress-interval-s", type=float,
@@ -44,11 +50,14 @@ def settings_from(args: argparse.Namespace) -> McpSettings:
         "locale": args.locale, "run_id": args.run_id, "agent_id": args.agent_id,
         "progress_interval_s": args.progress_interval_s,
     }
-    if args.targets is not None:
+    for name, shape in JSON_FLAGS.items():
+        value = getattr(args, name)
+        if value is None:
+            continue
         try:
-            overrides["targets"] = json.loads(args.targets)
+            overrides[name] = json.loads(value)
         except json.JSONDecodeError as exc:
-            raise ConfigError(f"--targets must be a JSON list of targets: {exc}") from None
+            raise ConfigError(f"--{name} must be {shape}: {exc}") from None
     return load_settings(**overrides)
 
 
@@ -59,7 +68,9 @@ def main(argv: list[str] | None = None) -> None:
     except ConfigError as exc:
         print(f"askgate-mcp: {exc.message}", file=sys.stderr)
         raise SystemExit(2) from None
-    configure_logging(settings.log_level)  # to stderr: stdout is the stdio transport
+    # To stderr: stdout is the stdio transport.
+    logging.basicConfig(level=settings.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     server = build_server(settings)
     if args.http is not None:
         app = server.streamable_http_app(host=args.host)

@@ -8,6 +8,7 @@ cancels the request, the client cancels the question on its way out.
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -16,14 +17,13 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-import structlog
-from askgate.client import AskResult, AsyncAskgate, ClientError
+from askgate_client import AskResult, AsyncAskgate, ClientError
 from mcp.server import Server, ServerRequestContext
 
 from askgate_mcp import tool
 from askgate_mcp.config import McpSettings
 
-log = structlog.get_logger("askgate.mcp")
+log = logging.getLogger("askgate_mcp")
 
 Context = ServerRequestContext[AsyncAskgate]
 
@@ -35,7 +35,8 @@ def build_server(settings: McpSettings) -> Server[AsyncAskgate]:
     async def lifespan(_: Server[AsyncAskgate]) -> AsyncIterator[AsyncAskgate]:
         async with AsyncAskgate(
             settings.url, settings.api_key, session=settings.session,
-            targets=settings.target_dicts(), locale=settings.locale,
+            targets=settings.targets, locale=settings.locale, remind=settings.remind,
+            escalate=settings.escalate,
         ) as client:
             yield client
 
@@ -53,10 +54,10 @@ def build_server(settings: McpSettings) -> Server[AsyncAskgate]:
             return tool.error("; ".join(problems))
         outcome = await _ask(ctx, settings, arguments)
         if isinstance(outcome, ClientError):
-            log.info("mcp.ask_refused", error=outcome.message)
+            log.info("ask refused: %s", outcome.message)
             return tool.error(outcome.message)
-        log.info("mcp.ask_done", question_id=outcome.question_id, status=outcome.status,
-                 reason=outcome.reason)
+        log.info("question %s ended: %s (%s)", outcome.question_id, outcome.status,
+                 outcome.reason or "answered")
         return tool.result(outcome.tool_result)
 
     return Server(

@@ -3,9 +3,9 @@ model reads in its description, and how results and errors are shaped. Pure data
 
 from __future__ import annotations
 
+import json
 from typing import Any, Final
 
-import orjson
 from mcp_types import CallToolResult, TextContent, Tool
 
 NAME: Final = "ask_user"
@@ -144,7 +144,7 @@ def argument_errors(arguments: dict[str, Any]) -> list[str]:
 
 def result(tool_result: dict[str, Any]) -> CallToolResult:
     """The seed's result, as JSON text and as structured content."""
-    text = orjson.dumps(tool_result).decode()
+    text = json.dumps(tool_result, ensure_ascii=False, separators=(",", ":"))
     return CallToolResult(content=[TextContent(text=text)], structured_content=tool_result)
 
 

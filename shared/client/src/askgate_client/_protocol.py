@@ -3,6 +3,7 @@ policy. No I/O here, so both clients behave the same by construction."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import time
@@ -12,10 +13,8 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
-import orjson
 
-from askgate.client._errors import ApiUnavailable, api_error
-from askgate.client._types import QuestionSpec
+from askgate_client._errors import ApiUnavailable, api_error
 
 # The API caps one long-poll at 60 s (tool-call time limits); the client re-waits.
 WAIT_WINDOW_S = 60.0
@@ -51,7 +50,7 @@ def new_tool_call_id() -> str:
 
 
 def ask_body(
-    questions: Sequence[QuestionSpec] | Sequence[Mapping[str, Any]],
+    questions: Sequence[Mapping[str, Any]],
     *,
     session: str,
     timeout_s: int | None,
@@ -61,9 +60,12 @@ def ask_body(
     agent_id: str | None,
     locale: str | None,
     callback_url: str | None,
+    remind: Mapping[str, Any] | None,
+    escalate: Sequence[Mapping[str, Any]] | None,
     primary: bool,
 ) -> dict[str, Any]:
-    """The POST /v1/questions body: the tool input with the context beside it."""
+    """The POST /v1/questions body: the tool input with the context beside it. What is
+    None is left out, so the server's default applies (for `remind`, the tenant's)."""
     body: dict[str, Any] = {
         # Anything that is not an object is passed on for the API to name in its 422.
         "questions": [dict(q) if isinstance(q, Mapping) else q for q in questions],
@@ -77,6 +79,8 @@ def ask_body(
         "agent_id": agent_id,
         "locale": locale,
         "callback_url": callback_url,
+        "remind": dict(remind) if remind is not None else None,
+        "escalate": [dict(step) for step in escalate] if escalate else None,
     }
     body.update({k: v for k, v in optional.items() if v is not None})
     if not primary:
@@ -87,8 +91,8 @@ def ask_body(
 def parse(resp: httpx.Response) -> dict[str, Any]:
     """The JSON body of a 2xx response; any other status raises the mapped ApiError."""
     try:
-        body = orjson.loads(resp.content) if resp.content else {}
-    except orjson.JSONDecodeError:
+        body = json.loads(resp.content) if resp.content else {}
+    except ValueError:  # not JSON, or not UTF-8
         body = None
     if resp.is_success and isinstance(body, dict):
         return body

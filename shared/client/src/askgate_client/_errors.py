@@ -1,15 +1,19 @@
-"""Errors the client raises, under askgate's one exception root. An `ApiError` carries
-the API's stable `code` and its `message` (which names the field and the fix)."""
+"""Errors the client raises, all under `ClientError`. An `ApiError` carries the API's
+stable `code` and its `message` (which names the field and the fix)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from askgate.errors import AskgateError
 
+class ClientError(Exception):
+    """The root of every error the client raises; `message` is for humans and models."""
 
-class ClientError(AskgateError):
     code = "client_error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 class ApiError(ClientError):
@@ -47,6 +51,12 @@ class ApiUnavailable(ClientError):
     client's `retry_for_s`; the question, if any, is still there."""
 
     code = "unavailable"
+
+
+class UnexpectedResponse(ClientError):
+    """A 2xx whose body is not what the API documents (a proxy's page, a wrong URL)."""
+
+    code = "unexpected_response"
 
 
 def api_error(status_code: int, body: Any) -> ApiError:

@@ -3,26 +3,27 @@ answers or the question ends; cancelling the calling task cancels the question."
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, overload
 
 import anyio
 import httpx
-import structlog
 
-from askgate.client import _protocol as p
-from askgate.client._types import AskResult, Question, QuestionSpec
+from askgate_client import _protocol as p
+from askgate_client._resource import AskResult, Question
+from askgate_client._types import Escalation, Locale, Questions, Remind, Targets
 
-log = structlog.get_logger("askgate.client")
+log = logging.getLogger("askgate_client")
 
 
 class AsyncAskgate:
     """An askgate API client for asyncio (and anyio) code.
 
     `base_url` and `api_key` default to `ASKGATE_URL` and `ASKGATE_API_KEY`; `session`,
-    `targets` and `locale` set defaults for every ask. Connection errors and 429/502/
+    `targets`, `locale`, `remind` and `escalate` set defaults for every ask (an ask's
+    own value replaces the default). Connection errors and 429/502/
     503/504 answers are retried with backoff (honouring Retry-After) for up to
     `retry_for_s` of continuous failure. Use as `async with AsyncAskgate(...) as ag:`.
 
@@ -37,8 +38,10 @@ class AsyncAskgate:
         api_key: str | None = None,
         *,
         session: str | None = None,
-        targets: Sequence[Mapping[str, Any]] | None = None,
-        locale: str | None = None,
+        targets: Targets | None = None,
+        locale: Locale | None = None,
+        remind: Remind | None = None,
+        escalate: Escalation | None = None,
         retry_for_s: float = p.RETRY_FOR_S,
         max_connections: int | None = None,
         http: httpx.AsyncClient | None = None,
@@ -47,6 +50,8 @@ class AsyncAskgate:
         self.session = session
         self.targets = targets
         self.locale = locale
+        self.remind = remind
+        self.escalate = escalate
         self.retry_for_s = retry_for_s
         self._owns_http = http is None
         self._http = http or httpx.AsyncClient(limits=p.pool_limits(max_connections))
@@ -67,19 +72,26 @@ class AsyncAskgate:
 
     async def ask(
         self,
-        questions: Sequence[QuestionSpec] | Sequence[Mapping[str, Any]],
+        questions: Questions,
         *,
         timeout_s: int | None = None,
         session: str | None = None,
-        targets: Sequence[Mapping[str, Any]] | None = None,
+        targets: Targets | None = None,
         run_id: str | None = None,
         agent_id: str | None = None,
         tool_call_id: str | None = None,
-        locale: str | None = None,
+        locale: Locale | None = None,
         callback_url: str | None = None,
+        remind: Remind | None = None,
+        escalate: Escalation | None = None,
         primary: bool = True,
     ) -> AskResult:
         """Ask and wait until the question is final; return its `AskResult`.
+
+        `remind` (`{"every_s": 300, "max": 3, "final_warning_s": 120}`; left out, the
+        tenant's default; `{"max": 0}`, none) keeps after the human on the targets that
+        show the question; `escalate` (`[{"after_s": 600, "targets": [...]}, ...]`, up to
+        3 steps) also shows it on more targets while it is still pending.
 
         Re-waits across long-poll windows, API restarts and dropped connections; the
         question is asked once (a retried POST carries the same `tool_call_id`). If the
@@ -90,7 +102,7 @@ class AsyncAskgate:
         question = await self.start(
             questions, timeout_s=timeout_s, session=session, targets=targets, run_id=run_id,
             agent_id=agent_id, tool_call_id=tool_call_id, locale=locale,
-            callback_url=callback_url, primary=primary,
+            callback_url=callback_url, remind=remind, escalate=escalate, primary=primary,
         )
         try:
             return await self.wait(question.id)
@@ -102,16 +114,18 @@ class AsyncAskgate:
 
     async def start(
         self,
-        questions: Sequence[QuestionSpec] | Sequence[Mapping[str, Any]],
+        questions: Questions,
         *,
         timeout_s: int | None = None,
         session: str | None = None,
-        targets: Sequence[Mapping[str, Any]] | None = None,
+        targets: Targets | None = None,
         run_id: str | None = None,
         agent_id: str | None = None,
         tool_call_id: str | None = None,
-        locale: str | None = None,
+        locale: Locale | None = None,
         callback_url: str | None = None,
+        remind: Remind | None = None,
+        escalate: Escalation | None = None,
         primary: bool = True,
     ) -> Question:
         """Ask without waiting; returns the pending question (use `wait()` later).
@@ -127,10 +141,11 @@ class AsyncAskgate:
             tool_call_id=tool_call_id or p.new_tool_call_id(),
             targets=targets if targets is not None else self.targets, run_id=run_id,
             agent_id=agent_id, locale=locale or self.locale, callback_url=callback_url,
-            primary=primary,
+            remind=remind if remind is not None else self.remind,
+            escalate=escalate if escalate is not None else self.escalate, primary=primary,
         )
         question = Question.from_resource(await self._request("POST", "/v1/questions", json=body))
-        log.debug("client.asked", question_id=question.id, session=session)
+        log.debug("asked %s in session %s", question.id, session)
         return question
 
     @overload
@@ -168,9 +183,9 @@ class AsyncAskgate:
     async def _cancel_quietly(self, question_id: str) -> None:
         try:
             await self.cancel(question_id)
-            log.info("client.cancelled", question_id=question_id)
+            log.info("cancelled %s on the way out", question_id)
         except Exception as exc:  # already final, or unreachable: nothing more to do
-            log.info("client.cancel_failed", question_id=question_id, error=str(exc))
+            log.info("could not cancel %s on the way out: %s", question_id, exc)
 
     async def _request(
         self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None,
@@ -191,6 +206,6 @@ class AsyncAskgate:
                     return p.parse(resp)
                 failure = resp
             delay = retrier.delay_after(failure)
-            log.info("client.retry", method=method, path=path, delay_s=round(delay, 2),
-                     failure=getattr(failure, "status_code", None) or type(failure).__name__)
+            log.info("%s %s failed (%s); retrying in %.2f s", method, path,
+                     getattr(failure, "status_code", None) or type(failure).__name__, delay)
             await anyio.sleep(delay)

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, overload
 
 import httpx
-import structlog
 
-from askgate.client import _protocol as p
-from askgate.client._types import AskResult, Question, QuestionSpec
+from askgate_client import _protocol as p
+from askgate_client._resource import AskResult, Question
+from askgate_client._types import Escalation, Locale, Questions, Remind, Targets
 
-log = structlog.get_logger("askgate.client")
+log = logging.getLogger("askgate_client")
 
 
 class Askgate:
@@ -28,8 +28,10 @@ class Askgate:
         api_key: str | None = None,
         *,
         session: str | None = None,
-        targets: Sequence[Mapping[str, Any]] | None = None,
-        locale: str | None = None,
+        targets: Targets | None = None,
+        locale: Locale | None = None,
+        remind: Remind | None = None,
+        escalate: Escalation | None = None,
         retry_for_s: float = p.RETRY_FOR_S,
         max_connections: int | None = None,
         http: httpx.Client | None = None,
@@ -38,6 +40,8 @@ class Askgate:
         self.session = session
         self.targets = targets
         self.locale = locale
+        self.remind = remind
+        self.escalate = escalate
         self.retry_for_s = retry_for_s
         self._owns_http = http is None
         self._http = http or httpx.Client(limits=p.pool_limits(max_connections))
@@ -58,23 +62,25 @@ class Askgate:
 
     def ask(
         self,
-        questions: Sequence[QuestionSpec] | Sequence[Mapping[str, Any]],
+        questions: Questions,
         *,
         timeout_s: int | None = None,
         session: str | None = None,
-        targets: Sequence[Mapping[str, Any]] | None = None,
+        targets: Targets | None = None,
         run_id: str | None = None,
         agent_id: str | None = None,
         tool_call_id: str | None = None,
-        locale: str | None = None,
+        locale: Locale | None = None,
         callback_url: str | None = None,
+        remind: Remind | None = None,
+        escalate: Escalation | None = None,
         primary: bool = True,
     ) -> AskResult:
         """Ask and block until the question is final; see `AsyncAskgate.ask`."""
         question = self.start(
             questions, timeout_s=timeout_s, session=session, targets=targets, run_id=run_id,
             agent_id=agent_id, tool_call_id=tool_call_id, locale=locale,
-            callback_url=callback_url, primary=primary,
+            callback_url=callback_url, remind=remind, escalate=escalate, primary=primary,
         )
         try:
             return self.wait(question.id)
@@ -84,16 +90,18 @@ class Askgate:
 
     def start(
         self,
-        questions: Sequence[QuestionSpec] | Sequence[Mapping[str, Any]],
+        questions: Questions,
         *,
         timeout_s: int | None = None,
         session: str | None = None,
-        targets: Sequence[Mapping[str, Any]] | None = None,
+        targets: Targets | None = None,
         run_id: str | None = None,
         agent_id: str | None = None,
         tool_call_id: str | None = None,
-        locale: str | None = None,
+        locale: Locale | None = None,
         callback_url: str | None = None,
+        remind: Remind | None = None,
+        escalate: Escalation | None = None,
         primary: bool = True,
     ) -> Question:
         """Ask without waiting; see `AsyncAskgate.start`."""
@@ -105,10 +113,11 @@ class Askgate:
             tool_call_id=tool_call_id or p.new_tool_call_id(),
             targets=targets if targets is not None else self.targets, run_id=run_id,
             agent_id=agent_id, locale=locale or self.locale, callback_url=callback_url,
-            primary=primary,
+            remind=remind if remind is not None else self.remind,
+            escalate=escalate if escalate is not None else self.escalate, primary=primary,
         )
         question = Question.from_resource(self._request("POST", "/v1/questions", json=body))
-        log.debug("client.asked", question_id=question.id, session=session)
+        log.debug("asked %s in session %s", question.id, session)
         return question
 
     @overload
@@ -146,9 +155,9 @@ class Askgate:
         saved, self.retry_for_s = self.retry_for_s, p.CANCEL_GRACE_S
         try:
             self.cancel(question_id)
-            log.info("client.cancelled", question_id=question_id)
+            log.info("cancelled %s on the way out", question_id)
         except Exception as exc:  # already final, or unreachable: nothing more to do
-            log.info("client.cancel_failed", question_id=question_id, error=str(exc))
+            log.info("could not cancel %s on the way out: %s", question_id, exc)
         finally:
             self.retry_for_s = saved
 
@@ -171,6 +180,6 @@ class Askgate:
                     return p.parse(resp)
                 failure = resp
             delay = retrier.delay_after(failure)
-            log.info("client.retry", method=method, path=path, delay_s=round(delay, 2),
-                     failure=getattr(failure, "status_code", None) or type(failure).__name__)
+            log.info("%s %s failed (%s); retrying in %.2f s", method, path,
+                     getattr(failure, "status_code", None) or type(failure).__name__, delay)
             time.sleep(delay)
