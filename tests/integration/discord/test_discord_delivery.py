@@ -61,7 +61,7 @@ async def test_longest_ask_fits_discord_limits(dc: Harness) -> None:
     q = await dc.ask(questions=long_qs)
     prompt = await dc.prompt()
     assert len(prompt.content) <= 2000
-    await eventually(lambda: _delivered(dc, q["id"]), "the prompt confirmed")
+    await dc.delivered(q["id"])
 
 
 async def test_429_waits_retry_after_then_posts_once(dc: Harness) -> None:
@@ -69,7 +69,7 @@ async def test_429_waits_retry_after_then_posts_once(dc: Harness) -> None:
     dc.fake.retry_after[CHANNEL] = [0.3]
     q = await dc.ask()
     await dc.prompt()
-    await eventually(lambda: _delivered(dc, q["id"]), "the prompt confirmed")
+    await dc.delivered(q["id"])
     assert len(dc.fake.creates()) == 2 and len(dc.fake.messages(CHANNEL)) == 1
 
 
@@ -92,14 +92,8 @@ async def test_fault_after_the_post_still_shows_one_prompt(dc: Harness, fault: s
     q = await dc.ask()
     await eventually(lambda: len(dc.fake.creates()) == 2, "the retried create")
     assert len(dc.fake.messages(CHANNEL)) == 1
-    delivery = await eventually(
-        lambda: _delivered(dc, q["id"]), "the prompt confirmed")
+    delivery = await dc.delivered(q["id"])
     assert delivery["ref"]["message_id"] == dc.fake.messages(CHANNEL)[0].id
-
-
-async def _delivered(dc: Harness, qid: str) -> dict[str, object] | None:
-    d = (await dc.question(qid))["deliveries"][0]
-    return d if d["status"] == "delivered" else None  # type: ignore[no-any-return]
 
 
 @pytest.mark.parametrize(("status", "code", "message"), [

@@ -10,7 +10,7 @@ async def test_a_reminder_references_the_prompt(dc: Harness) -> None:
     """Reminder 1 is a message in the prompt's channel that replies to the prompt."""
     q = await dc.ask(remind={"every_s": 300})
     prompt = await dc.prompt()
-    await eventually(lambda: _delivered(dc, q["id"]), "the prompt confirmed")
+    await dc.delivered(q["id"])
     assert await fire_timers(dc.redis, created_ms(q) + 300_000) == 1
     await eventually(lambda: len(dc.fake.messages(CHANNEL)) == 2, "the reminder")
     call = dc.fake.creates()[-1]
@@ -23,7 +23,7 @@ async def test_the_reminder_goes_when_the_question_ends(dc: Harness) -> None:
     """Once answered, the reminder is deleted and the prompt shows the summary."""
     q = await dc.ask(remind={"every_s": 300})
     prompt = await dc.prompt()
-    await eventually(lambda: _delivered(dc, q["id"]), "the prompt confirmed")
+    await dc.delivered(q["id"])
     await fire_timers(dc.redis, created_ms(q) + 300_000)
     await eventually(lambda: len(dc.fake.messages(CHANNEL)) == 2, "the reminder")
     reminder = dc.fake.messages(CHANNEL)[1]
@@ -49,6 +49,3 @@ async def test_a_click_after_the_end_is_kept_as_late(dc: Harness) -> None:
     assert late["answers"] == {"deploy_target": ["Production"]}
     assert late["responder"]["channel"] == "discord"
 
-
-async def _delivered(dc: Harness, qid: str) -> bool:
-    return bool((await dc.question(qid))["deliveries"][0]["status"] == "delivered")

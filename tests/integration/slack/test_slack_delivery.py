@@ -65,7 +65,7 @@ async def test_longest_ask_fits_block_kit_limits(sl: Harness) -> None:
     ]
     q = await sl.ask(questions=long_qs)
     await sl.prompt()
-    assert (await sl.question(q["id"]))["deliveries"][0]["status"] == "delivered"
+    await sl.delivered(q["id"])
 
 
 @pytest.mark.parametrize("error", ["channel_not_found", "not_in_channel"])
@@ -102,7 +102,7 @@ async def test_429_waits_retry_after_then_posts_once(sl: Harness) -> None:
     first, second = sl.fake.sent()
     assert second.at - first.at >= 1.0
     assert len(sl.fake.messages(ROOM)) == 1
-    assert (await sl.question(q["id"]))["deliveries"][0]["status"] == "delivered"
+    await sl.delivered(q["id"])
 
 
 async def test_html_502_is_retried_into_one_prompt(sl: Harness) -> None:
@@ -128,12 +128,7 @@ async def test_lost_answer_after_slack_took_it_keeps_one_prompt(sl: Harness) -> 
     sl.fake.lose["chat.postMessage"] = 1
     q = await sl.ask()
     prompt = await sl.prompt()
-
-    async def delivered() -> dict[str, object] | None:
-        d = (await sl.question(q["id"]))["deliveries"][0]
-        return d if d["status"] == "delivered" else None
-
-    delivery = await eventually(delivered, "the prompt confirmed")
+    delivery = await sl.delivered(q["id"])
     assert delivery["ref"]["ts"] == prompt.ts  # type: ignore[index]
     assert len(sl.fake.sent()) == 1 and len(sl.fake.messages(ROOM)) == 1
 

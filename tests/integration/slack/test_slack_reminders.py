@@ -10,7 +10,7 @@ async def test_a_reminder_is_a_reply_in_the_prompts_thread(sl: Harness) -> None:
     """Reminder 1 goes to the prompt's thread, once, with the time left."""
     q = await sl.ask(timeoutSeconds=600, remind={"every_s": 120})
     prompt = await sl.prompt()
-    await eventually(lambda: _delivered(sl, q["id"]), "the prompt confirmed")
+    await sl.delivered(q["id"])
     at = created_ms(q) + 120_000
     assert await fire_timers(sl.redis, at) == 1
     assert await sl.said(ROOM, prompt.ts) == ["Still waiting for your answer — 8 min left."]
@@ -21,7 +21,7 @@ async def test_the_reminder_goes_from_the_thread_at_the_end(sl: Harness) -> None
     """Once answered, the reminder is deleted; the prompt shows the summary."""
     q = await sl.ask(remind={"every_s": 120})
     prompt = await sl.prompt()
-    await eventually(lambda: _delivered(sl, q["id"]), "the prompt confirmed")
+    await sl.delivered(q["id"])
     await fire_timers(sl.redis, created_ms(q) + 120_000)
     await sl.said(ROOM, prompt.ts)
     await sl.interact(sl.fake.click(prompt, "o1", ADA))
@@ -34,7 +34,7 @@ async def test_a_final_warning_in_hindi(sl: Harness) -> None:
     """The final warning speaks the ask's language."""
     q = await sl.ask(locale="hi", timeoutSeconds=600, remind={"max": 0, "final_warning_s": 45})
     prompt = await sl.prompt()
-    await eventually(lambda: _delivered(sl, q["id"]), "the prompt confirmed")
+    await sl.delivered(q["id"])
     await fire_timers(sl.redis, created_ms(q) + 555_000)
     assert await sl.said(ROOM, prompt.ts) == ["अंतिम सूचना: यह प्रश्न 45 सेकंड में समाप्त हो जाएगा।"]
 
@@ -54,6 +54,3 @@ async def test_a_thread_reply_after_the_end_is_kept_as_late(sl: Harness) -> None
     late = (await sl.question(q["id"]))["late_answer"]
     assert (late["answers"], late["target"]) == ({"deploy_target": ["Production"]}, 0)
 
-
-async def _delivered(sl: Harness, qid: str) -> bool:
-    return bool((await sl.question(qid))["deliveries"][0]["status"] == "delivered")

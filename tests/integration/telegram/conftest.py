@@ -98,6 +98,14 @@ class Harness:
         r = await self.api.get(f"/v1/questions/{qid}", headers=self.tenant.headers)
         return dict(r.json())
 
+    async def delivered(self, qid: str, target: int = 0) -> dict[str, Any]:
+        """The target's delivery once the ledger has settled it as delivered: the prompt
+        reaches the fake chat a moment before the worker confirms it."""
+        async def settled() -> dict[str, Any] | None:
+            d = dict((await self.question(qid))["deliveries"][target])
+            return d if d["status"] == "delivered" else None
+        return dict(await eventually(settled, f"delivery {target} of {qid} settled"))
+
     async def wait_result(self, qid: str) -> dict[str, Any]:
         r = await self.api.get(f"/v1/questions/{qid}/wait?timeout_s=10",
                                headers=self.tenant.headers)

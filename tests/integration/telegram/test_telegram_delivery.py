@@ -92,7 +92,7 @@ async def test_long_question_fits_telegram_limits(tg: Harness) -> None:
     q = await tg.ask(questions=long_qs)
     await tg.prompt()
     assert len(tg.fake.sent()[0].params["text"]) <= 4096
-    assert (await tg.question(q["id"]))["deliveries"][0]["status"] == "delivered"
+    await tg.delivered(q["id"])
 
 
 async def test_blocked_bot_ends_question_as_delivery_failed(tg: Harness) -> None:
@@ -141,7 +141,7 @@ async def test_retry_after_holds_only_its_chat(tg: Harness) -> None:
     await tg.prompt(PRIVATE)
     order = [int(c.params["chat_id"]) for c in tg.fake.sent()]
     assert order == [PRIVATE, OTHER_CHAT, PRIVATE]
-    assert (await tg.question(first["id"]))["deliveries"][0]["status"] == "delivered"
+    await tg.delivered(first["id"])
 
 
 async def test_replayed_created_event_posts_no_second_prompt(tg: Harness) -> None:

@@ -81,7 +81,7 @@ async def test_polling_serves_other_chats_while_one_waits(
         first = await tg.ask(session="a")
         second = await tg.ask(session="b", chat_id=OTHER)
         slow, fast = await tg.prompt(), await tg.prompt(OTHER)
-        await eventually(lambda: _delivered(tg, second["id"]), "the second prompt confirmed")
+        await tg.delivered(second["id"])
         token = tg.fake.sent()[0].token
         fake.hold_send.clear()  # Telegram stops answering sendMessage
         queue = fake.updates.setdefault(token, asyncio.Queue())
@@ -93,9 +93,6 @@ async def test_polling_serves_other_chats_while_one_waits(
         fake.hold_send.set()
         await service.close()
 
-
-async def _delivered(tg: Harness, qid: str) -> bool:
-    return bool((await tg.question(qid))["deliveries"][0]["status"] == "delivered")
 
 
 async def test_health_key_and_check(

@@ -55,7 +55,7 @@ async def test_refused_formatting_still_delivers_the_prompt(tg: Harness) -> None
     q = await tg.ask()
     prompt = await tg.prompt()
     assert prompt.entities == [] and prompt.text.startswith("Deploy\nWhere should I deploy")
-    assert (await tg.question(q["id"]))["deliveries"][0]["status"] == "delivered"
+    await tg.delivered(q["id"])
 
 
 async def test_description_is_readable_on_its_own_line(tg: Harness) -> None:

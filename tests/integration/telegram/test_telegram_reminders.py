@@ -12,7 +12,7 @@ async def test_a_reminder_replies_to_the_prompt(tg: Harness) -> None:
     """Reminder 1 is a reply to the prompt, in the ask's locale, with the time left."""
     q = await tg.ask(locale="tr", timeoutSeconds=900, remind={"every_s": 300})
     prompt = await tg.prompt()
-    await eventually(lambda: _delivered(tg, q["id"]), "the prompt confirmed")
+    await tg.delivered(q["id"])
     assert await fire_timers(tg.redis, created_ms(q) + 300_000) == 1
     reminder = await eventually(lambda: _reminders(tg), "the reminder")
     (msg,) = reminder
@@ -24,7 +24,7 @@ async def test_the_reminder_goes_when_the_question_ends(tg: Harness) -> None:
     """Once answered, the chat keeps only the summary: the reminder is deleted."""
     q = await tg.ask(remind={"every_s": 300})
     prompt = await tg.prompt()
-    await eventually(lambda: _delivered(tg, q["id"]), "the prompt confirmed")
+    await tg.delivered(q["id"])
     await fire_timers(tg.redis, created_ms(q) + 300_000)
     (reminder,) = await eventually(lambda: _reminders(tg), "the reminder")
     await tg.post(tg.fake.text(PRIVATE, "2", ADA, reply_to=prompt))
@@ -70,9 +70,6 @@ async def test_a_reply_after_the_timeout_is_kept_as_late(tg: Harness) -> None:
     assert res["result"] == {"status": "no_answer"}
     assert res["late_answer"]["answers"] == {"deploy_target": ["kendi cevabım"]}
 
-
-async def _delivered(tg: Harness, qid: str) -> bool:
-    return bool((await tg.question(qid))["deliveries"][0]["status"] == "delivered")
 
 
 def _reminders(tg: Harness) -> list[object]:
