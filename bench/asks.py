@@ -42,12 +42,35 @@ LABEL = {"askgate": "askgate", "asgi": "plain ASGI", "fastapi": "FastAPI"}
 CONCURRENCY = 64
 
 
-def run_rate(procs: Procs, ports: list[int], path: str, body_file: Path, headers: list[str],
-             tag: str, duration: float, warmup: float) -> dict[str, Any]:
+def run_rate(
+    procs: Procs,
+    ports: list[int],
+    path: str,
+    body_file: Path,
+    headers: list[str],
+    tag: str,
+    duration: float,
+    warmup: float,
+) -> dict[str, Any]:
     """One `loadgen rate` run; its JSON result."""
-    argv = [PY, "-m", "bench.loadgen", "rate", "--path", path, "--body-file", str(body_file),
-            "--concurrency", str(CONCURRENCY), "--duration", str(duration),
-            "--warmup", str(warmup), "--tag", tag]
+    argv = [
+        PY,
+        "-m",
+        "bench.loadgen",
+        "rate",
+        "--path",
+        path,
+        "--body-file",
+        str(body_file),
+        "--concurrency",
+        str(CONCURRENCY),
+        "--duration",
+        str(duration),
+        "--warmup",
+        str(warmup),
+        "--tag",
+        tag,
+    ]
     for port in ports:
         argv += ["--port", str(port)]
     for h in headers:
@@ -84,17 +107,21 @@ def run(ctx: Context) -> None:
     # server, and the per-round ratios show it, instead of skewing a long run.
     rounds = ctx.size(6, 1)
     duration, warmup = ctx.size(1.5, 1.5), 0.5
-    fig = ctx.report.figure("asks", TITLE, METHOD.format(
-        concurrency=CONCURRENCY, warmup=warmup, duration=duration, rounds=rounds)
-        + ask_parts.METHOD)
+    fig = ctx.report.figure(
+        "asks",
+        TITLE,
+        METHOD.format(concurrency=CONCURRENCY, warmup=warmup, duration=duration, rounds=rounds)
+        + ask_parts.METHOD,
+    )
     ctx.flush()
     api_key = ctx.run(load_tenant_key(ctx.redis_url, "load"))
     ports = {name: free_port() for name in SERVERS}
     servers: dict[str, Proc] = {
         "askgate": start_api(ctx.procs, ctx.redis_url, ports["askgate"]),
         "asgi": start_bare(ctx.procs, ctx.redis_url, ports["asgi"], "asgi", "tbare-asgi"),
-        "fastapi": start_bare(ctx.procs, ctx.redis_url, ports["fastapi"], "fastapi",
-                              "tbare-fastapi"),
+        "fastapi": start_bare(
+            ctx.procs, ctx.redis_url, ports["fastapi"], "fastapi", "tbare-fastapi"
+        ),
     }
     targets = {
         "askgate": ("/v1/questions", [f"authorization: Bearer {api_key}"]),
@@ -109,22 +136,32 @@ def run(ctx: Context) -> None:
         rps[nq] = {s: [] for s in SERVERS}
         cpu[nq] = {s: [] for s in SERVERS}
         for r in range(rounds):
-            order = SERVERS[r % 3:] + SERVERS[:r % 3]
+            order = SERVERS[r % 3 :] + SERVERS[: r % 3]
             for name in order:
                 path, headers = targets[name]
                 c0 = cpu_s(servers[name].pid)
-                res = run_rate(ctx.procs, [ports[name]], path, bodies[nq], headers,
-                               f"{name}{nq}r{r}", duration, warmup)
+                res = run_rate(
+                    ctx.procs,
+                    [ports[name]],
+                    path,
+                    bodies[nq],
+                    headers,
+                    f"{name}{nq}r{r}",
+                    duration,
+                    warmup,
+                )
                 used = cpu_s(servers[name].pid) - c0
                 rps[nq][name].append(res["rps"])
                 cpu[nq][name].append(used / max(1, res["all_requests"]) * 1e6)
                 non2xx = {k: v for k, v in res["statuses"].items() if not k.startswith("2")}
                 if non2xx or res["errors"]:
                     bad.append(f"{name} {nq}q round {r + 1}: {non2xx} {res['errors']}")
-                print(f"    {nq}-question ask, {LABEL[name]}, round {r + 1}: "
-                      f"{res['rps']:,.0f} req/s (p50 {res['p50_ms']:.1f} ms, p99 "
-                      f"{res['p99_ms']:.1f} ms), server CPU {cpu[nq][name][-1]:,.0f} µs/ask",
-                      flush=True)
+                print(
+                    f"    {nq}-question ask, {LABEL[name]}, round {r + 1}: "
+                    f"{res['rps']:,.0f} req/s (p50 {res['p50_ms']:.1f} ms, p99 "
+                    f"{res['p99_ms']:.1f} ms), server CPU {cpu[nq][name][-1]:,.0f} µs/ask",
+                    flush=True,
+                )
     for name in SERVERS:
         ctx.procs.stop(servers[name])
     report_rows(fig, rps, cpu)
@@ -134,26 +171,35 @@ def run(ctx: Context) -> None:
     ask_parts.run(ctx.redis_url, fig, ctx.run)
 
 
-def report_rows(fig: Any, rps: dict[int, dict[str, list[float]]],
-                cpu: dict[int, dict[str, list[float]]]) -> None:
+def report_rows(
+    fig: Any, rps: dict[int, dict[str, list[float]]], cpu: dict[int, dict[str, list[float]]]
+) -> None:
     for nq in (3, 1):
         per = rps[nq]
         mean = {s: statistics.mean(per[s]) for s in SERVERS}
         for base, goal in (("asgi", True), ("fastapi", False)):
             ratio = mean["askgate"] / mean[base]
             each = [a / b for a, b in zip(per["askgate"], per[base], strict=True)]
-            fig.add(f"Asks/s, {nq}-question ask: askgate / {LABEL[base]} baseline",
-                    f"{mean['askgate']:,.0f} / {mean[base]:,.0f} req/s = **{ratio:.2f}** "
-                    f"(median of rounds {statistics.median(each):.2f}; rounds: "
-                    + ", ".join(f"{x:.2f}" for x in each) + ")",
-                    "≥ 0.8" if goal else "", (ratio >= 0.8) if goal else None)
+            fig.add(
+                f"Asks/s, {nq}-question ask: askgate / {LABEL[base]} baseline",
+                f"{mean['askgate']:,.0f} / {mean[base]:,.0f} req/s = **{ratio:.2f}** "
+                f"(median of rounds {statistics.median(each):.2f}; rounds: "
+                + ", ".join(f"{x:.2f}" for x in each)
+                + ")",
+                "≥ 0.8" if goal else "",
+                (ratio >= 0.8) if goal else None,
+            )
         by_round = "; ".join(
             f"round {r + 1}: " + " / ".join(f"{per[s][r]:,.0f}" for s in SERVERS)
-            for r in range(len(per["askgate"])))
-        fig.add(f"Asks/s each round, {nq}-question ask: askgate / plain ASGI / FastAPI",
-                by_round + " req/s")
+            for r in range(len(per["askgate"]))
+        )
+        fig.add(
+            f"Asks/s each round, {nq}-question ask: askgate / plain ASGI / FastAPI",
+            by_round + " req/s",
+        )
         c = {s: statistics.mean(cpu[nq][s]) for s in SERVERS}
-        fig.add(f"Server CPU per ask, {nq}-question ask: askgate / plain ASGI / FastAPI "
-                "(cross-check)",
-                f"{c['askgate']:,.0f} / {c['asgi']:,.0f} / {c['fastapi']:,.0f} µs; plain "
-                f"ASGI / askgate = **{c['asgi'] / c['askgate']:.2f}**")
+        fig.add(
+            f"Server CPU per ask, {nq}-question ask: askgate / plain ASGI / FastAPI (cross-check)",
+            f"{c['askgate']:,.0f} / {c['asgi']:,.0f} / {c['fastapi']:,.0f} µs; plain "
+            f"ASGI / askgate = **{c['asgi'] / c['askgate']:.2f}**",
+        )

@@ -53,9 +53,15 @@ class Work:
 
     async def start(self) -> None:
         redis = connect(self.redis_url, max_connections=256, connect_timeout_s=1.0)
-        self.store = Store(redis, Settings(
-            redis_url=self.redis_url, tenant_max_pending=BIG, tenant_asks_per_s=BIG,
-            timeout_default_s=TIMEOUT_S))
+        self.store = Store(
+            redis,
+            Settings(
+                redis_url=self.redis_url,
+                tenant_max_pending=BIG,
+                tenant_asks_per_s=BIG,
+                timeout_default_s=TIMEOUT_S,
+            ),
+        )
 
     async def stop(self) -> None:
         if self.store is not None:
@@ -69,8 +75,10 @@ class Work:
         tmpl = self.templates.get(key)
         if tmpl is None:
             tmpl = self.templates[key] = await AskTemplate.record(
-                store, self.tenant, {"questions": body["questions"], "session": "x",
-                                     "timeoutSeconds": TIMEOUT_S})
+                store,
+                self.tenant,
+                {"questions": body["questions"], "session": "x", "timeoutSeconds": TIMEOUT_S},
+            )
         qid, calls = tmpl.calls(body["session"])
         scripts = {"reserve": store._reserve, "create": store._create}
         for kind, ks, args in calls:
@@ -91,8 +99,7 @@ def fastapi_app(work: Work) -> FastAPI:
 
     @app.post("/ask")
     async def ask(request: Request) -> Response:
-        return Response(await work.ask(await request.body()), 201,
-                        media_type="application/json")
+        return Response(await work.ask(await request.body()), 201, media_type="application/json")
 
     @app.get("/naive-wait/{question_id}")
     async def naive_wait(question_id: str, timeout_s: float = 30) -> Response:
@@ -101,13 +108,13 @@ def fastapi_app(work: Work) -> FastAPI:
             await asyncio.sleep(min(timeout_s, 60))
         finally:
             work.waiting -= 1
-        return Response(orjson.dumps({"id": question_id, "status": "pending"}),
-                        media_type="application/json")
+        return Response(
+            orjson.dumps({"id": question_id, "status": "pending"}), media_type="application/json"
+        )
 
     @app.get("/count")
     async def count() -> Response:
-        return Response(orjson.dumps({"waiting": work.waiting}),
-                        media_type="application/json")
+        return Response(orjson.dumps({"waiting": work.waiting}), media_type="application/json")
 
     return app
 
@@ -118,9 +125,16 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 def asgi_app(work: Work) -> Callable[[dict[str, Any], Receive, Send], Awaitable[None]]:
     async def respond(send: Send, status: int, body: bytes) -> None:
-        await send({"type": "http.response.start", "status": status, "headers": [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
     async def app(scope: dict[str, Any], receive: Receive, send: Send) -> None:
@@ -155,9 +169,16 @@ def main() -> None:
     app: Any = fastapi_app(work) if kind == "fastapi" else asgi_app(work)
     gc.collect()
     gc.freeze()  # as askgate_api.__main__ does
-    uvicorn.run(app, host="127.0.0.1", port=int(os.environ["BARE_PORT"]), access_log=False,
-                log_level="warning", loop="uvloop", http="httptools",
-                timeout_graceful_shutdown=1)
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=int(os.environ["BARE_PORT"]),
+        access_log=False,
+        log_level="warning",
+        loop="uvloop",
+        http="httptools",
+        timeout_graceful_shutdown=1,
+    )
 
 
 if __name__ == "__main__":

@@ -125,15 +125,17 @@ async def rate(args: argparse.Namespace) -> None:
             return 0.0
         return latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1000
 
-    emit({
-        "rps": total / elapsed,
-        "requests": total,
-        "all_requests": done_all[0],
-        "statuses": {str(k): v for k, v in statuses.items()},
-        "p50_ms": pct(0.50),
-        "p99_ms": pct(0.99),
-        "errors": errors[:3],
-    })
+    emit(
+        {
+            "rps": total / elapsed,
+            "requests": total,
+            "all_requests": done_all[0],
+            "statuses": {str(k): v for k, v in statuses.items()},
+            "p50_ms": pct(0.50),
+            "p99_ms": pct(0.99),
+            "errors": errors[:3],
+        }
+    )
 
 
 # -- hold -------------------------------------------------------------------------------
@@ -186,9 +188,10 @@ async def hold(args: argparse.Namespace) -> None:
             for qid in batch
         ]
         results = await asyncio.gather(
-            *(loop.create_connection(functools.partial(Hold, r, early), "127.0.0.1",
-                                     args.port)
-              for r in reqs),
+            *(
+                loop.create_connection(functools.partial(Hold, r, early), "127.0.0.1", args.port)
+                for r in reqs
+            ),
             return_exceptions=True,
         )
         for res in results:
@@ -212,14 +215,16 @@ async def hold(args: argparse.Namespace) -> None:
         if registered >= want:
             break
         await asyncio.sleep(0.05)
-    emit({
-        "ready": True,
-        "opened": len(protos),
-        "registered": registered,
-        "failed": failed,
-        "early": dict(early),
-        "open_s": time.perf_counter() - t0,
-    })
+    emit(
+        {
+            "ready": True,
+            "opened": len(protos),
+            "registered": registered,
+            "failed": failed,
+            "early": dict(early),
+            "open_s": time.perf_counter() - t0,
+        }
+    )
     await loop.run_in_executor(None, sys.stdin.read)
     for p in protos:
         if p.transport is not None:

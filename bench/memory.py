@@ -84,8 +84,12 @@ async def breakdown(redis: Redis, tenant: str, n: int) -> dict[str, dict[str, An
         row = out.get(kind)
         if row is None:
             enc = (await redis.object("encoding", raw) or b"?").decode()
-            row = out[kind] = {"type": (await redis.type(raw)).decode(), "encoding": enc,
-                               "keys": 0, "bytes": 0}
+            row = out[kind] = {
+                "type": (await redis.type(raw)).decode(),
+                "encoding": enc,
+                "keys": 0,
+                "bytes": 0,
+            }
         row["keys"] += 1
         row["bytes"] += size
     for row in out.values():
@@ -97,9 +101,12 @@ def describe(parts: dict[str, dict[str, Any]], per: float | None, min_b: float =
     """The key types by size per question; with `per` (used_memory / N) also the
     keyspace remainder."""
     rows = sorted(parts.items(), key=lambda kv: -kv[1]["per_question"])
-    shown = [f"`{k}` {v['type']}/{v['encoding']} {v['per_question']:,.0f} B"
-             + (f" ({v['keys']:,} keys)" if v["keys"] > 1 and v["keys"] < 1000 else "")
-             for k, v in rows if v["per_question"] >= min_b]
+    shown = [
+        f"`{k}` {v['type']}/{v['encoding']} {v['per_question']:,.0f} B"
+        + (f" ({v['keys']:,} keys)" if v["keys"] > 1 and v["keys"] < 1000 else "")
+        for k, v in rows
+        if v["per_question"] >= min_b
+    ]
     own = sum(v["per_question"] for v in parts.values())
     return ", ".join(shown) + ("" if per is None else f", keyspace {per - own:,.0f} B")
 
@@ -111,8 +118,9 @@ def is_stream(kind: str, parts: dict[str, dict[str, Any]]) -> bool:
 class Questions:
     """N asks of one shape through the real Store, then made final."""
 
-    def __init__(self, redis: Redis, url: str, questions: list[dict[str, Any]], n: int,
-                 prefix: str) -> None:
+    def __init__(
+        self, redis: Redis, url: str, questions: list[dict[str, Any]], n: int, prefix: str
+    ) -> None:
         self.redis = redis
         self.store = Store(redis, make_settings(url))
         self.questions = questions
@@ -140,15 +148,26 @@ class Questions:
             await self.redis.script_load(script.script)
 
     async def create(self) -> None:
-        base = QuestionCreate.model_validate(ask_body(
-            self.questions, "s", run_id="r", agent_id="claude-code", tool_call_id="t",
-            targets=[{"channel": "telegram", "chat_id": 123456789}]))
+        base = QuestionCreate.model_validate(
+            ask_body(
+                self.questions,
+                "s",
+                run_id="r",
+                agent_id="claude-code",
+                tool_call_id="t",
+                targets=[{"channel": "telegram", "chat_id": 123456789}],
+            )
+        )
         self.ids = [""] * self.n
 
         async def one(i: int) -> None:
-            body = base.model_copy(update={
-                "session": f"{self.prefix}-session-{i:06d}", "run_id": f"{self.prefix}-run-{i}",
-                "tool_call_id": f"toolu_01{i:022d}"})
+            body = base.model_copy(
+                update={
+                    "session": f"{self.prefix}-session-{i:06d}",
+                    "run_id": f"{self.prefix}-run-{i}",
+                    "tool_call_id": f"toolu_01{i:022d}",
+                }
+            )
             rec, created = await self.store.create(self.tenant, body)
             assert created
             self.ids[i] = rec.id
@@ -162,20 +181,36 @@ class Questions:
             rec = await self.store.load(self.ids[i])
             assert rec is not None
             # As a chat worker does: claim the target, send, confirm with the message ref.
-            claim = await ledger.claim(rec, 0, owner="vm-4242", lease_ms=60_000,
-                                       on_stale=StalePolicy.ASSUME_SHOWN)
+            claim = await ledger.claim(
+                rec, 0, owner="vm-4242", lease_ms=60_000, on_stale=StalePolicy.ASSUME_SHOWN
+            )
             assert claim.outcome == "claimed", claim
-            ref = {"chat_id": "123456789", "message_id": 100000 + i, "bot": 7000000001,
-                   "chat_type": "private"}
+            ref = {
+                "chat_id": "123456789",
+                "message_id": 100000 + i,
+                "bot": 7000000001,
+                "chat_type": "private",
+            }
             await ledger.confirm(rec, 0, owner="vm-4242", ref=ref)
-            await self.store.answer(self.tenant, rec.id, {q["id"]: ANSWERS.get(q["id"], [
-                q["options"][0]["label"]]) for q in self.questions}, RESPONDER)
+            await self.store.answer(
+                self.tenant,
+                rec.id,
+                {q["id"]: ANSWERS.get(q["id"], [q["options"][0]["label"]]) for q in self.questions},
+                RESPONDER,
+            )
 
         await self._each(one)
 
 
-async def measure(url: str, n: int, fig: Figure, questions: list[dict[str, Any]],
-                  label: str, pending_goal: bool, options: bool) -> dict[str, Any]:
+async def measure(
+    url: str,
+    n: int,
+    fig: Figure,
+    questions: list[dict[str, Any]],
+    label: str,
+    pending_goal: bool,
+    options: bool,
+) -> dict[str, Any]:
     redis = make_redis(url)
     try:
         await redis.flushall()
@@ -192,18 +227,27 @@ async def measure(url: str, n: int, fig: Figure, questions: list[dict[str, Any]]
         streams = sum(v["per_question"] for k, v in parts.items() if is_stream(k, parts))
         retained = retained_all - streams
         if pending_goal:
-            fig.add(f"Memory per pending ask, {label}", f"{pending:,.0f} B",
-                    "≤ 2 KB (2,048 B)", pending <= 2048)
-        fig.add(f"Memory per retained final question, {label} (stream entries apart)",
-                f"{retained:,.0f} B (+ {streams:,.0f} B of stream entries)",
-                "≤ 1 KB (1,024 B)", retained <= 1024)
-        fig.note(f"{label}, pending, by key type per ask: "
-                 + describe(pending_parts, pending))
-        fig.note(f"{label}, retained, by key type per question: "
-                 + describe(parts, retained_all))
-        out: dict[str, Any] = {"pending": pending, "retained": retained,
-                               "retained_with_streams": retained_all,
-                               "pending_parts": pending_parts, "retained_parts": parts}
+            fig.add(
+                f"Memory per pending ask, {label}",
+                f"{pending:,.0f} B",
+                "≤ 2 KB (2,048 B)",
+                pending <= 2048,
+            )
+        fig.add(
+            f"Memory per retained final question, {label} (stream entries apart)",
+            f"{retained:,.0f} B (+ {streams:,.0f} B of stream entries)",
+            "≤ 1 KB (1,024 B)",
+            retained <= 1024,
+        )
+        fig.note(f"{label}, pending, by key type per ask: " + describe(pending_parts, pending))
+        fig.note(f"{label}, retained, by key type per question: " + describe(parts, retained_all))
+        out: dict[str, Any] = {
+            "pending": pending,
+            "retained": retained,
+            "retained_with_streams": retained_all,
+            "pending_parts": pending_parts,
+            "retained_parts": parts,
+        }
         if options:
             out["options"] = await measure_options(redis, qs, retained)
         return out
@@ -211,12 +255,13 @@ async def measure(url: str, n: int, fig: Figure, questions: list[dict[str, Any]]
         await redis.aclose()
 
 
-async def rewrite(redis: Redis, ids: list[str], change: Callable[[dict[bytes, bytes], str],
-                  None]) -> None:
+async def rewrite(
+    redis: Redis, ids: list[str], change: Callable[[dict[bytes, bytes], str], None]
+) -> None:
     """Write each question hash anew with `change` applied to its fields, so it gets the
     encoding a fresh write would (Redis never turns a hashtable back into a listpack)."""
     for start in range(0, len(ids), 500):
-        chunk = ids[start:start + 500]
+        chunk = ids[start : start + 500]
         async with redis.pipeline(transaction=False) as pipe:
             for qid in chunk:
                 pipe.hgetall(keys.question(qid))
@@ -246,11 +291,12 @@ async def measure_options(redis: Redis, qs: Questions, retained: float) -> list[
         def change(fields: dict[bytes, bytes], qid: str) -> None:
             for name in names:
                 fields.pop(name.encode(), None)
+
         return change
 
     async def drop_deliveries() -> None:
         for start in range(0, len(ids), 500):
-            await redis.delete(*[keys.deliveries(q) for q in ids[start:start + 500]])
+            await redis.delete(*[keys.deliveries(q) for q in ids[start : start + 500]])
 
     async def drop_session_index() -> None:
         # Each ask here has its own session, so this drops whole session hashes: the
@@ -259,8 +305,9 @@ async def measure_options(redis: Redis, qs: Questions, retained: float) -> list[
             async with redis.pipeline(transaction=False) as pipe:
                 for i in range(start, min(qs.n, start + 500)):
                     sess = f"{qs.prefix}-session-{i:06d}"
-                    pipe.hdel(keys.session(keys.shard_for(qs.tenant, sess), qs.tenant, sess),
-                              ids[i])
+                    pipe.hdel(
+                        keys.session(keys.shard_for(qs.tenant, sess), qs.tenant, sess), ids[i]
+                    )
                 await pipe.execute()
 
     def fold(fields: dict[bytes, bytes], qid: str) -> None:
@@ -271,17 +318,31 @@ async def measure_options(redis: Redis, qs: Questions, retained: float) -> list[
         await rewrite(redis, ids, fold)
 
     steps: list[tuple[str, Callable[[], Awaitable[None]]]] = [
-        ("drop the delivery details (`dlv:{id}` hash) at the final transition; the "
-         "resource keeps each target's state from `ds:<i>`", drop_deliveries),
-        ("keep the question hash a listpack once final: `result` not in it (the public "
-         "result key holds the same bytes; the resource reads it from there), so no "
-         "value passes 64 bytes", lambda: rewrite(redis, ids, drop("result"))),
-        ("drop the session index entry at the final transition (here each ask has its "
-         "own session, so whole session hashes go)", drop_session_index),
-        ("drop the run, agent and tool-call ids and the channel list from the hash",
-         lambda: rewrite(redis, ids, drop("run", "agent", "tcid", "channels", "ntargets"))),
-        ("fold the doc into the question hash (one key fewer; `hash-max-listpack-value` "
-         "1024 keeps the hash a listpack)", fold_doc),
+        (
+            "drop the delivery details (`dlv:{id}` hash) at the final transition; the "
+            "resource keeps each target's state from `ds:<i>`",
+            drop_deliveries,
+        ),
+        (
+            "keep the question hash a listpack once final: `result` not in it (the public "
+            "result key holds the same bytes; the resource reads it from there), so no "
+            "value passes 64 bytes",
+            lambda: rewrite(redis, ids, drop("result")),
+        ),
+        (
+            "drop the session index entry at the final transition (here each ask has its "
+            "own session, so whole session hashes go)",
+            drop_session_index,
+        ),
+        (
+            "drop the run, agent and tool-call ids and the channel list from the hash",
+            lambda: rewrite(redis, ids, drop("run", "agent", "tcid", "channels", "ntargets")),
+        ),
+        (
+            "fold the doc into the question hash (one key fewer; `hash-max-listpack-value` "
+            "1024 keeps the hash a listpack)",
+            fold_doc,
+        ),
     ]
     out = []
     level = retained
@@ -308,9 +369,11 @@ def options_block(three: dict[str, Any], one: dict[str, Any], doc_bytes: float) 
         "retained after, 1-question ask |",
         "|---|---|---|---|",
     ]
-    lines += [f"| {a['option']} | {a['saved']:,.0f} / {b['saved']:,.0f} B | "
-              f"{a['after']:,.0f} B | {b['after']:,.0f} B |"
-              for a, b in zip(three["options"], one["options"], strict=True)]
+    lines += [
+        f"| {a['option']} | {a['saved']:,.0f} / {b['saved']:,.0f} B | "
+        f"{a['after']:,.0f} B | {b['after']:,.0f} B |"
+        for a, b in zip(three["options"], one["options"], strict=True)
+    ]
     lines += [
         "",
         f"What stays is what the resource and the result need: the public result key, the "
@@ -330,22 +393,32 @@ def run(ctx: Context) -> None:
     fig = ctx.report.figure("memory", TITLE, METHOD)
     ctx.flush()
     three = ctx.run(measure(ctx.redis_url, n, fig, QUESTIONS, "3-question ask", True, True))
-    one = ctx.run(measure(ctx.redis_url, n, fig, QUESTIONS[:1], "1-question ask", False,
-                          True))
-    doc = next((v["per_question"] for k, v in three["retained_parts"].items()
-                if k.startswith("doc:")), 0.0)
+    one = ctx.run(measure(ctx.redis_url, n, fig, QUESTIONS[:1], "1-question ask", False, True))
+    doc = next(
+        (v["per_question"] for k, v in three["retained_parts"].items() if k.startswith("doc:")), 0.0
+    )
     fig.block(options_block(three, one, doc))
     fig.data.update(n=n, three=three, one=one)
     embedded = redis_server_binary()
     if server_version(embedded) != server_version(ctx.redis_binary):
         server = RedisProcess(binary=embedded).start()
         try:
-            other = ctx.run(measure(server.url, min(n, 2000), Figure("x", "", "", quiet=True),
-                                    QUESTIONS, "3-question ask, embedded redis-server", True,
-                                    False))
+            other = ctx.run(
+                measure(
+                    server.url,
+                    min(n, 2000),
+                    Figure("x", "", "", quiet=True),
+                    QUESTIONS,
+                    "3-question ask, embedded redis-server",
+                    True,
+                    False,
+                )
+            )
         finally:
             server.stop()
-        fig.add(f"Memory per pending 3-question ask on redis-server "
-                f"{server_version(embedded)} (what `make run` embeds)",
-                f"{other['pending']:,.0f} B")
+        fig.add(
+            f"Memory per pending 3-question ask on redis-server "
+            f"{server_version(embedded)} (what `make run` embeds)",
+            f"{other['pending']:,.0f} B",
+        )
         fig.data["embedded"] = other

@@ -65,14 +65,25 @@ class Procs:
         self.all: list[Proc] = []
         self.started = itertools.count()  # log names stay unique across stop_all()
 
-    def start(self, name: str, argv: list[str], env: dict[str, str] | None = None,
-              stdin: int | None = subprocess.DEVNULL, stdout: int | None = None) -> Proc:
+    def start(
+        self,
+        name: str,
+        argv: list[str],
+        env: dict[str, str] | None = None,
+        stdin: int | None = subprocess.DEVNULL,
+        stdout: int | None = None,
+    ) -> Proc:
         log = self.workdir / f"{next(self.started):02d}-{name}.log"
         with open(log, "wb") as fh:
             proc = subprocess.Popen(
-                argv, env={**os.environ, **(env or {})}, cwd=ROOT, stdin=stdin,
-                stdout=stdout if stdout is not None else fh, stderr=fh,
-                start_new_session=True, preexec_fn=raise_nofile,
+                argv,
+                env={**os.environ, **(env or {})},
+                cwd=ROOT,
+                stdin=stdin,
+                stdout=stdout if stdout is not None else fh,
+                stderr=fh,
+                start_new_session=True,
+                preexec_fn=raise_nofile,
             )
         p = Proc(name, proc, log)
         self.all.append(p)
@@ -142,16 +153,16 @@ def askgate_env(redis_url: str, **extra: str) -> dict[str, str]:
 def start_api(procs: Procs, redis_url: str, port: int, **env: str) -> Proc:
     """`python -m askgate_api` (one uvicorn worker, as deployed), ready (Redis and its
     pub/sub subscription) when this returns."""
-    p = procs.start("api", [PY, "-m", "askgate_api"],
-                    askgate_env(redis_url, ASKGATE_API_PORT=str(port), **env))
+    p = procs.start(
+        "api", [PY, "-m", "askgate_api"], askgate_env(redis_url, ASKGATE_API_PORT=str(port), **env)
+    )
     wait_ready(p, port, "/readyz")
     return p
 
 
 def start_bare(procs: Procs, redis_url: str, port: int, kind: str, tenant: str) -> Proc:
     """A baseline of `bench.bare_app`: kind is "fastapi" or "asgi"."""
-    env = {"REDIS_URL": redis_url, "BARE_PORT": str(port), "BARE_TENANT": tenant,
-           "BARE_KIND": kind}
+    env = {"REDIS_URL": redis_url, "BARE_PORT": str(port), "BARE_TENANT": tenant, "BARE_KIND": kind}
     p = procs.start(f"bare-{kind}", [PY, "-m", "bench.bare_app"], env)
     wait_ready(p, port, "/count")
     return p

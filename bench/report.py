@@ -48,8 +48,9 @@ class Figure:
         row = Row(figure, value, goal, ok)
         self.rows.append(row)
         if not self.quiet:
-            print(f"  {figure}: {value}" + (f"   goal {goal} {row.mark}" if goal else ""),
-                  flush=True)
+            print(
+                f"  {figure}: {value}" + (f"   goal {goal} {row.mark}" if goal else ""), flush=True
+            )
 
     def note(self, text: str) -> None:
         self.notes.append(text)
@@ -88,8 +89,8 @@ class Report:
             "",
             f"- Machine: {m['machine']}",
             f"- Redis: {m['redis']}",
-            f"- Run: {m['when']}, {m['elapsed_s']:.0f} s" + (" (--quick: smaller sizes)"
-                                                              if m.get("quick") else ""),
+            f"- Run: {m['when']}, {m['elapsed_s']:.0f} s"
+            + (" (--quick: smaller sizes)" if m.get("quick") else ""),
             f"- Load on the machine at the start (1-minute load average): {m['load_start']}, "
             f"at the end: {m['load_end']}",
             "",
@@ -108,8 +109,11 @@ class Report:
                 md += ["Notes from this run:", "", *[f"- {n}" for n in fig.notes], ""]
             md += ["How measured: " + fig.method.strip(), ""]
             if fig.load:
-                md += [f"This figure took {fig.seconds:.0f} s; the machine's 1-minute load "
-                       f"average went {fig.load} meanwhile (2 cores).", ""]
+                md += [
+                    f"This figure took {fig.seconds:.0f} s; the machine's 1-minute load "
+                    f"average went {fig.load} meanwhile (2 cores).",
+                    "",
+                ]
             for block in fig.blocks:
                 md += [block.strip(), ""]
         return "\n".join(md)
@@ -117,9 +121,13 @@ class Report:
     def write(self, doc: bool) -> Path:
         OUT.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-        data = {"meta": self.meta, "figures": [
-            {**asdict(f), "rows": [{**asdict(r), "mark": r.mark} for r in f.rows]}
-            for f in self.figures]}
+        data = {
+            "meta": self.meta,
+            "figures": [
+                {**asdict(f), "rows": [{**asdict(r), "mark": r.mark} for r in f.rows]}
+                for f in self.figures
+            ],
+        }
         text = json.dumps(data, indent=1, default=str)
         path = OUT / f"bench-{stamp}.json"
         path.write_text(text)

@@ -35,18 +35,26 @@ QUESTIONS: list[dict[str, Any]] = [
         "question": "Where should I deploy the new billing service once the integration "
         "tests pass?",
         "options": [
-            {"label": "Staging (Recommended)",
-             "description": "Deploy to staging first and run the smoke suite against the "
-             "sandbox payment provider."},
-            {"label": "Production canary",
-             "description": "Roll out to 5% of production traffic behind the billing_v2 "
-             "feature flag."},
-            {"label": "Production, all regions",
-             "description": "Full rollout in eu-west-1 and us-east-1 during tonight's "
-             "maintenance window."},
-            {"label": "Hold the release",
-             "description": "Keep the branch open; I will write up the remaining risks "
-             "instead of deploying."},
+            {
+                "label": "Staging (Recommended)",
+                "description": "Deploy to staging first and run the smoke suite against the "
+                "sandbox payment provider.",
+            },
+            {
+                "label": "Production canary",
+                "description": "Roll out to 5% of production traffic behind the billing_v2 "
+                "feature flag.",
+            },
+            {
+                "label": "Production, all regions",
+                "description": "Full rollout in eu-west-1 and us-east-1 during tonight's "
+                "maintenance window.",
+            },
+            {
+                "label": "Hold the release",
+                "description": "Keep the branch open; I will write up the remaining risks "
+                "instead of deploying.",
+            },
         ],
     },
     {
@@ -54,16 +62,24 @@ QUESTIONS: list[dict[str, Any]] = [
         "header": "Migration",
         "question": "How should the schema change to the invoices table be applied?",
         "options": [
-            {"label": "Online migration",
-             "description": "Add the new columns nullable, backfill in batches of 10k rows, "
-             "then switch reads."},
-            {"label": "Maintenance window",
-             "description": "Lock the table for about four minutes and migrate in one "
-             "transaction."},
-            {"label": "Shadow table",
-             "description": "Write to both tables for a day, compare, then swap names."},
-            {"label": "Skip for now",
-             "description": "Ship the code without the new columns; the feature stays off."},
+            {
+                "label": "Online migration",
+                "description": "Add the new columns nullable, backfill in batches of 10k rows, "
+                "then switch reads.",
+            },
+            {
+                "label": "Maintenance window",
+                "description": "Lock the table for about four minutes and migrate in one "
+                "transaction.",
+            },
+            {
+                "label": "Shadow table",
+                "description": "Write to both tables for a day, compare, then swap names.",
+            },
+            {
+                "label": "Skip for now",
+                "description": "Ship the code without the new columns; the feature stays off.",
+            },
         ],
     },
     {
@@ -72,19 +88,28 @@ QUESTIONS: list[dict[str, Any]] = [
         "question": "Who should I tell when the rollout is finished?",
         "multiSelect": True,
         "options": [
-            {"label": "Billing team",
-             "description": "Post a summary with the dashboard link in #billing-eng."},
-            {"label": "Support leads",
-             "description": "Email the support leads the customer-facing changes."},
-            {"label": "Finance",
-             "description": "Tell finance that invoice numbering starts a new sequence."},
-            {"label": "Nobody",
-             "description": "No announcement; the change is invisible to users."},
+            {
+                "label": "Billing team",
+                "description": "Post a summary with the dashboard link in #billing-eng.",
+            },
+            {
+                "label": "Support leads",
+                "description": "Email the support leads the customer-facing changes.",
+            },
+            {
+                "label": "Finance",
+                "description": "Tell finance that invoice numbering starts a new sequence.",
+            },
+            {
+                "label": "Nobody",
+                "description": "No announcement; the change is invisible to users.",
+            },
         ],
     },
 ]
 ANSWERS: dict[str, list[str]] = {
-    "deploy_target": ["Staging"], "db_migration": ["Online migration"],
+    "deploy_target": ["Staging"],
+    "db_migration": ["Online migration"],
     "notify": ["Billing team", "Finance"],
 }
 
@@ -95,14 +120,23 @@ def ask_body(questions: list[dict[str, Any]], session: str, **extra: Any) -> dic
 
 def make_redis(url: str, max_connections: int = 64) -> Redis:
     # Generous timeouts: the machine may be busy with other work; this is not under test.
-    return connect(url, max_connections=max_connections, pool_timeout_s=60.0,
-                   connect_timeout_s=10.0, socket_timeout_s=60.0)
+    return connect(
+        url,
+        max_connections=max_connections,
+        pool_timeout_s=60.0,
+        connect_timeout_s=10.0,
+        socket_timeout_s=60.0,
+    )
 
 
 def make_settings(url: str, **over: Any) -> Settings:
     values: dict[str, Any] = {
-        "redis_url": url, "secret_key": SECRET, "tenant_max_pending": BIG,
-        "tenant_asks_per_s": BIG, "timeout_min_s": 1, **over,
+        "redis_url": url,
+        "secret_key": SECRET,
+        "tenant_max_pending": BIG,
+        "tenant_asks_per_s": BIG,
+        "timeout_min_s": 1,
+        **over,
     }
     return Settings(**values)
 
@@ -151,14 +185,19 @@ class AskTemplate:
         if body.get("tool_call_id"):
             body["tool_call_id"] = _TCID
         ask = QuestionCreate.model_validate(body)
-        tmpl = cls(tenant, store.clamp_timeout(ask.timeoutSeconds), bool(ask.run_id),
-                   bool(ask.tool_call_id))
+        tmpl = cls(
+            tenant,
+            store.clamp_timeout(ask.timeoutSeconds),
+            bool(ask.run_id),
+            bool(ask.tool_call_id),
+        )
         dry = Store(store.redis, store.settings)
 
         def recorder(kind: str, reply: list[bytes]) -> Any:
             async def call(keys: Any = None, args: Any = None, client: Any = None) -> Any:
                 tmpl.recorded.append((kind, list(keys), list(args)))
                 return reply
+
             return call
 
         dry._reserve = recorder("reserve", [b"ok"])
@@ -169,12 +208,16 @@ class AskTemplate:
         tmpl.now = int(rec.f["created"])
         return tmpl
 
-    def calls(self, session: str, run: str = "", tcid: str = "",
-              now_ms: int | None = None) -> tuple[str, list[Call]]:
+    def calls(
+        self, session: str, run: str = "", tcid: str = "", now_ms: int | None = None
+    ) -> tuple[str, list[Call]]:
         """(question id, the RESERVE and CREATE calls) for an ask in `session`."""
         qid = new_question_id(self.tenant, session, run or None, tcid or None)
-        swap = {_SESSION: session, self.qid: qid,
-                self.tag: keys.tag(keys.shard_for(self.tenant, session))}
+        swap = {
+            _SESSION: session,
+            self.qid: qid,
+            self.tag: keys.tag(keys.shard_for(self.tenant, session)),
+        }
         if self.run:
             swap[_RUN] = run
         if self.tcid:
@@ -194,12 +237,14 @@ class AskTemplate:
                 return value + shift
             return value
 
-        return qid, [(kind, [sub(k) for k in ks], [sub(a) for a in args])
-                     for kind, ks, args in self.recorded]
+        return qid, [
+            (kind, [sub(k) for k in ks], [sub(a) for a in args]) for kind, ks, args in self.recorded
+        ]
 
 
-async def bulk_create(store: Store, tmpl: AskTemplate, n: int, prefix: str, *,
-                      chunk: int = 1000) -> list[str]:
+async def bulk_create(
+    store: Store, tmpl: AskTemplate, n: int, prefix: str, *, chunk: int = 1000
+) -> list[str]:
     """n pending questions, as Store.create writes them, `chunk` asks per round trip.
     Ask i has session `{prefix}-{i}` (and run `{prefix}-run-{i}` if the template has a
     run)."""
@@ -208,8 +253,9 @@ async def bulk_create(store: Store, tmpl: AskTemplate, n: int, prefix: str, *,
     for start in range(0, n, chunk):
         async with store.redis.pipeline(transaction=False) as pipe:
             for i in range(start, min(n, start + chunk)):
-                qid, calls = tmpl.calls(f"{prefix}-{i}", run=f"{prefix}-run-{i}",
-                                        tcid=f"{prefix}-call-{i}")
+                qid, calls = tmpl.calls(
+                    f"{prefix}-{i}", run=f"{prefix}-run-{i}", tcid=f"{prefix}-call-{i}"
+                )
                 ids.append(qid)
                 for kind, ks, args in calls:
                     await scripts[kind](keys=ks, args=args, client=pipe)

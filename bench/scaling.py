@@ -33,8 +33,11 @@ cores they show what the second process competes with.
 def run(ctx: Context) -> None:
     rounds = ctx.size(2, 1)
     duration, warmup = ctx.size(3.0, 1.5), ctx.size(1.0, 0.5)
-    fig = ctx.report.figure("scaling", TITLE, METHOD.format(
-        concurrency=CONCURRENCY, rounds=rounds, duration=duration, warmup=warmup))
+    fig = ctx.report.figure(
+        "scaling",
+        TITLE,
+        METHOD.format(concurrency=CONCURRENCY, rounds=rounds, duration=duration, warmup=warmup),
+    )
     ctx.flush()
     api_key = ctx.run(load_tenant_key(ctx.redis_url, "scale"))
     ports = [free_port(), free_port()]
@@ -44,12 +47,20 @@ def run(ctx: Context) -> None:
     rps: dict[int, list[float]] = {1: [], 2: []}
     share: dict[int, dict[str, list[float]]] = {1: {}, 2: {}}
     for r in range(rounds):
-        for n in ((1, 2) if r % 2 == 0 else (2, 1)):
+        for n in (1, 2) if r % 2 == 0 else (2, 1):
             pids = {"api": [a.pid for a in apis[:n]], "redis": [ctx.redis_pid]}
             c0 = {k: sum(cpu_s(p) for p in v) for k, v in pids.items()}
             kids0, t0 = children_cpu_s(), time.perf_counter()
-            res = run_rate(ctx.procs, ports[:n], "/v1/questions", body, headers,
-                           f"scale{n}r{r}", duration, warmup)
+            res = run_rate(
+                ctx.procs,
+                ports[:n],
+                "/v1/questions",
+                body,
+                headers,
+                f"scale{n}r{r}",
+                duration,
+                warmup,
+            )
             wall = time.perf_counter() - t0
             for k, v in pids.items():
                 used = sum(cpu_s(p) for p in v) - c0[k]
@@ -57,16 +68,18 @@ def run(ctx: Context) -> None:
             # The load generator is the only child that exits meanwhile.
             share[n].setdefault("loadgen", []).append((children_cpu_s() - kids0) / wall)
             rps[n].append(res["rps"])
-            print(f"    {n} API process(es), round {r + 1}: {res['rps']:,.0f} asks/s",
-                  flush=True)
+            print(f"    {n} API process(es), round {r + 1}: {res['rps']:,.0f} asks/s", flush=True)
     one, two = statistics.mean(rps[1]), statistics.mean(rps[2])
-    fig.add("Asks/s, 3-question ask: 1 API process → 2 API processes",
-            f"{one:,.0f} → {two:,.0f} = **{two / one:.2f}×** (rounds: "
-            + ", ".join(f"{a:,.0f} → {b:,.0f}" for a, b in zip(rps[1], rps[2], strict=True))
-            + ")")
+    fig.add(
+        "Asks/s, 3-question ask: 1 API process → 2 API processes",
+        f"{one:,.0f} → {two:,.0f} = **{two / one:.2f}×** (rounds: "
+        + ", ".join(f"{a:,.0f} → {b:,.0f}" for a, b in zip(rps[1], rps[2], strict=True))
+        + ")",
+    )
     for n in (1, 2):
         s = {k: statistics.mean(v) for k, v in share[n].items()}
-        fig.add(f"CPU share with {n} API process(es): API / redis-server / load generator "
-                "(cores busy)",
-                f"{s['api']:.2f} / {s['redis']:.2f} / {s['loadgen']:.2f} of 2")
+        fig.add(
+            f"CPU share with {n} API process(es): API / redis-server / load generator (cores busy)",
+            f"{s['api']:.2f} / {s['redis']:.2f} / {s['loadgen']:.2f} of 2",
+        )
     fig.data.update(rps=rps, cpu_share=share)

@@ -47,9 +47,17 @@ async def fixture(url: str, n: int, prefix: str) -> None:
     try:
         await redis.flushall()
         store = Store(redis, make_settings(url))
-        tmpl = await AskTemplate.record(store, "tsweep", ask_body(
-            QUESTIONS, "x", run_id="r", timeoutSeconds=1,
-            targets=[{"channel": "telegram", "chat_id": "123456789"}]))
+        tmpl = await AskTemplate.record(
+            store,
+            "tsweep",
+            ask_body(
+                QUESTIONS,
+                "x",
+                run_id="r",
+                timeoutSeconds=1,
+                targets=[{"channel": "telegram", "chat_id": "123456789"}],
+            ),
+        )
         await bulk_create(store, tmpl, n, prefix)
         # A rewrite of the AOF running during the sweep would be this fixture's cost:
         # rewrite it now (Redis may have started one by itself) and wait for the end.
@@ -122,18 +130,24 @@ async def stats(url: str) -> dict[str, Any]:
         await redis.aclose()
 
 
-def sweep_once(ctx: Context, url: str, sweeper: Proc, n: int, apis: list[Proc],
-               prefix: str, redis_pid: int) -> dict[str, Any]:
+def sweep_once(
+    ctx: Context, url: str, sweeper: Proc, n: int, apis: list[Proc], prefix: str, redis_pid: int
+) -> dict[str, Any]:
     ctx.run(fixture(url, n, prefix))
     lines0 = sweeper.log.read_text().count("sweeper.expired")
-    cpu0 = {"apis": sum(cpu_s(a.pid) for a in apis), "sweeper": cpu_s(sweeper.pid),
-            "redis": cpu_s(redis_pid)}
+    cpu0 = {
+        "apis": sum(cpu_s(a.pid) for a in apis),
+        "sweeper": cpu_s(sweeper.pid),
+        "redis": cpu_s(redis_pid),
+    }
     times = ctx.run(watch(url, sweeper, len(apis)))
     time.sleep(0.5)  # let the sweeper write its last lines
     res: dict[str, Any] = {**times, **ctx.run(stats(url)), "n": n}
-    res["cpu_s"] = {"apis": sum(cpu_s(a.pid) for a in apis) - cpu0["apis"],
-                    "sweeper": cpu_s(sweeper.pid) - cpu0["sweeper"],
-                    "redis": cpu_s(redis_pid) - cpu0["redis"]}
+    res["cpu_s"] = {
+        "apis": sum(cpu_s(a.pid) for a in apis) - cpu0["apis"],
+        "sweeper": cpu_s(sweeper.pid) - cpu0["sweeper"],
+        "redis": cpu_s(redis_pid) - cpu0["redis"],
+    }
     res["log_lines"] = sweeper.log.read_text().count("sweeper.expired") - lines0
     sweeper.signal(signal.SIGSTOP)
     return res
@@ -147,8 +161,9 @@ def run(ctx: Context) -> None:
     try:
         url = server.url
         apis = [start_api(ctx.procs, url, free_port()) for _ in range(4)]
-        sweeper = ctx.procs.start("sweeper", [PY, "-m", "askgate_sweeper"],
-                                  askgate_env(url, ASKGATE_INSTANCE=INSTANCE))
+        sweeper = ctx.procs.start(
+            "sweeper", [PY, "-m", "askgate_sweeper"], askgate_env(url, ASKGATE_INSTANCE=INSTANCE)
+        )
         ctx.run(wait_alive(url))
         sweeper.signal(signal.SIGSTOP)
         full = sweep_once(ctx, url, sweeper, n, apis, "sweep", server.proc.pid)
@@ -177,27 +192,44 @@ async def wait_alive(url: str) -> None:
 
 def report_rows(fig: Figure, full: dict[str, Any], bare: dict[str, Any]) -> None:
     n = full["n"]
-    ok = (full["ended_s"] <= 2.0 and full["publish"] == n and full["xadd"] == 2 * n
-          and full["subscribers"] == 4 and full["sample_final"] == full["sample"])
-    fig.add(f"Sweeper: {n:,} due at once, 4 subscribed API processes, run ids, 2 streams: "
-            "all ended (state + events + notification)", f"{full['ended_s']:.2f} s",
-            "≤ 2 s", ok)
+    ok = (
+        full["ended_s"] <= 2.0
+        and full["publish"] == n
+        and full["xadd"] == 2 * n
+        and full["subscribers"] == 4
+        and full["sample_final"] == full["sample"]
+    )
+    fig.add(
+        f"Sweeper: {n:,} due at once, 4 subscribed API processes, run ids, 2 streams: "
+        "all ended (state + events + notification)",
+        f"{full['ended_s']:.2f} s",
+        "≤ 2 s",
+        ok,
+    )
     per = full["script_s"] / n * 1e6
     per_bare = bare["script_s"] / bare["n"] * 1e6
-    fig.add("Redis time inside SWEEP per question: 4 subscribers / none",
-            f"{per:.1f} / {per_bare:.1f} µs (all ended in {full['ended_s']:.2f} s / "
-            f"{bare['ended_s']:.2f} s for {bare['n']:,})")
-    fig.add("Notifications delivered to all 4 subscribers (their Redis output buffers "
-            "empty)", f"{full['drained_s']:.2f} s after the sweep started")
+    fig.add(
+        "Redis time inside SWEEP per question: 4 subscribers / none",
+        f"{per:.1f} / {per_bare:.1f} µs (all ended in {full['ended_s']:.2f} s / "
+        f"{bare['ended_s']:.2f} s for {bare['n']:,})",
+    )
+    fig.add(
+        "Notifications delivered to all 4 subscribers (their Redis output buffers empty)",
+        f"{full['drained_s']:.2f} s after the sweep started",
+    )
     c = full["cpu_s"]
-    fig.note(f"sweep: {full['publish']:,} results published, {full['xadd']:,} stream "
-             f"entries added, {full['script_calls']:,} SWEEP calls in "
-             f"{full['script_s']:.2f} s of Redis time, {full['log_lines']} log lines; "
-             f"{full['sample_final']}/{full['sample']} sampled questions no_answer/timeout; "
-             f"{full['subscribers']} clients held a pattern subscription")
+    fig.note(
+        f"sweep: {full['publish']:,} results published, {full['xadd']:,} stream "
+        f"entries added, {full['script_calls']:,} SWEEP calls in "
+        f"{full['script_s']:.2f} s of Redis time, {full['log_lines']} log lines; "
+        f"{full['sample_final']}/{full['sample']} sampled questions no_answer/timeout; "
+        f"{full['subscribers']} clients held a pattern subscription"
+    )
     total = c["redis"] + c["sweeper"] + c["apis"]
-    fig.note(f"CPU during the sweep: redis-server {c['redis']:.2f} s, the sweeper "
-             f"{c['sweeper']:.2f} s, the 4 API processes reading the notifications "
-             f"{c['apis']:.2f} s in all ({c['apis'] / 4 / n * 1e6:.0f} µs per message "
-             f"per process): {total:.1f} CPU-seconds, so on these 2 cores (shared with "
-             f"other work) no less than {total / 2:.1f} s of wall time")
+    fig.note(
+        f"CPU during the sweep: redis-server {c['redis']:.2f} s, the sweeper "
+        f"{c['sweeper']:.2f} s, the 4 API processes reading the notifications "
+        f"{c['apis']:.2f} s in all ({c['apis'] / 4 / n * 1e6:.0f} µs per message "
+        f"per process): {total:.1f} CPU-seconds, so on these 2 cores (shared with "
+        f"other work) no less than {total / 2:.1f} s of wall time"
+    )

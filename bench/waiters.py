@@ -42,20 +42,41 @@ comparison is the FastAPI baseline's GET /naive-wait/{{id}}?timeout_s=60, which 
 WARM = 300
 
 
-def hold(procs: Procs, proc: Proc, port: int, name: str, path_template: str,
-         ids_file: Path, headers: list[str], count_path: str, count_regex: str,
-         warm: Callable[[], None]) -> dict[str, Any]:
+def hold(
+    procs: Procs,
+    proc: Proc,
+    port: int,
+    name: str,
+    path_template: str,
+    ids_file: Path,
+    headers: list[str],
+    count_path: str,
+    count_regex: str,
+    warm: Callable[[], None],
+) -> dict[str, Any]:
     warm()
     gc.collect()
     time.sleep(1.0)
     before = rss_kb(proc.pid)
-    argv = [PY, "-m", "bench.loadgen", "hold", "--port", str(port),
-            "--path-template", path_template, "--ids-file", str(ids_file),
-            "--count-path", count_path, "--count-regex", count_regex]
+    argv = [
+        PY,
+        "-m",
+        "bench.loadgen",
+        "hold",
+        "--port",
+        str(port),
+        "--path-template",
+        path_template,
+        "--ids-file",
+        str(ids_file),
+        "--count-path",
+        count_path,
+        "--count-regex",
+        count_regex,
+    ]
     for h in headers:
         argv += ["--header", h]
-    lg = procs.start(f"loadgen-hold-{name}", argv, stdin=subprocess.PIPE,
-                     stdout=subprocess.PIPE)
+    lg = procs.start(f"loadgen-hold-{name}", argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert lg.proc.stdout is not None and lg.proc.stdin is not None
     ready: dict[str, Any] = {}
     try:
@@ -103,11 +124,11 @@ def run(ctx: Context) -> None:
     async def prepare() -> tuple[str, list[str]]:
         redis = make_redis(ctx.redis_url)
         try:
-            tenant, api_key = await create_tenant(redis, "wait", max_pending=BIG,
-                                                  asks_per_s=BIG)
+            tenant, api_key = await create_tenant(redis, "wait", max_pending=BIG, asks_per_s=BIG)
             store = Store(redis, make_settings(ctx.redis_url))
-            tmpl = await AskTemplate.record(store, tenant.id, ask_body(
-                QUESTIONS, "x", timeoutSeconds=900))
+            tmpl = await AskTemplate.record(
+                store, tenant.id, ask_body(QUESTIONS, "x", timeoutSeconds=900)
+            )
             return api_key, await bulk_create(store, tmpl, n + WARM, "waiter")
         finally:
             await redis.aclose()
@@ -121,19 +142,37 @@ def run(ctx: Context) -> None:
     port = free_port()
     api = start_api(ctx.procs, ctx.redis_url, port)
     try:
-        res = hold(ctx.procs, api, port, "askgate", "/v1/questions/{id}/wait?timeout_s=60",
-                   ids_file, auth, "/metrics", r"^askgate_waiters (\S+)",
-                   lambda: warm_requests(
-                       port, [f"/v1/questions/{q}/wait?timeout_s=0" for q in warm_ids], auth))
+        res = hold(
+            ctx.procs,
+            api,
+            port,
+            "askgate",
+            "/v1/questions/{id}/wait?timeout_s=60",
+            ids_file,
+            auth,
+            "/metrics",
+            r"^askgate_waiters (\S+)",
+            lambda: warm_requests(
+                port, [f"/v1/questions/{q}/wait?timeout_s=0" for q in warm_ids], auth
+            ),
+        )
     finally:
         ctx.procs.stop(api)
     port = free_port()
     bare = start_bare(ctx.procs, ctx.redis_url, port, "fastapi", "tbare")
     try:
-        naive = hold(ctx.procs, bare, port, "naive", "/naive-wait/{id}?timeout_s=60",
-                     ids_file, [], "/count", r'"waiting":(\d+)',
-                     lambda: warm_requests(
-                         port, [f"/naive-wait/{q}?timeout_s=0" for q in warm_ids], []))
+        naive = hold(
+            ctx.procs,
+            bare,
+            port,
+            "naive",
+            "/naive-wait/{id}?timeout_s=60",
+            ids_file,
+            [],
+            "/count",
+            r'"waiting":(\d+)',
+            lambda: warm_requests(port, [f"/naive-wait/{q}?timeout_s=0" for q in warm_ids], []),
+        )
     finally:
         ctx.procs.stop(bare)
 
@@ -143,12 +182,18 @@ def run(ctx: Context) -> None:
         early = r.get("early") or {}
         mb = f"({r['before_kb'] / 1024:.0f} → {r['after_kb'] / 1024:.0f} MB)"
         if label.startswith("askgate"):
-            fig.add(f"Long-poll waiters held by one API process, {label}", f"{held:,}",
-                    f"{n:,}", held >= n and not early and r["alive"])
+            fig.add(
+                f"Long-poll waiters held by one API process, {label}",
+                f"{held:,}",
+                f"{n:,}",
+                held >= n and not early and r["alive"],
+            )
             fig.add(f"RSS per waiter, {label}", f"{per:.1f} KB {mb}", "≤ 12 KB", per <= 12)
         else:
             fig.add(f"RSS per waiter, {label} ({held:,} held)", f"{per:.1f} KB {mb}")
-        fig.note(f"{label}: {held:,} registered in {r.get('open_s', 0):.1f} s "
-                 f"({held / max(1e-9, r.get('open_s', 1)):,.0f}/s); early responses "
-                 f"{early or 'none'}; connect failures {r.get('failed', 0)}")
+        fig.note(
+            f"{label}: {held:,} registered in {r.get('open_s', 0):.1f} s "
+            f"({held / max(1e-9, r.get('open_s', 1)):,.0f}/s); early responses "
+            f"{early or 'none'}; connect failures {r.get('failed', 0)}"
+        )
     fig.data.update(askgate=res, naive=naive)

@@ -65,8 +65,9 @@ async def inprocess(url: str, n: int, fig: Figure) -> None:
             fut = hub.register(rec.id)
             woke: asyncio.Future[float] = loop.create_future()
 
-            async def waiter(f: asyncio.Future[None] = fut,
-                             w: asyncio.Future[float] = woke) -> None:
+            async def waiter(
+                f: asyncio.Future[None] = fut, w: asyncio.Future[float] = woke
+            ) -> None:
                 await f
                 w.set_result(time.perf_counter())
 
@@ -94,22 +95,34 @@ async def inprocess(url: str, n: int, fig: Figure) -> None:
         await hub.stop()
         await redis.aclose()
         await pubsub_redis.aclose()
-    ms = {k: [x * 1000 for x in v] for k, v in
-          {"answer": via_answer, "script": via_script, "load": load, "check": check}.items()}
+    ms = {
+        k: [x * 1000 for x in v]
+        for k, v in {
+            "answer": via_answer,
+            "script": via_script,
+            "load": load,
+            "check": check,
+        }.items()
+    }
     p50, p99 = pct(ms["answer"], 0.5), pct(ms["answer"], 0.99)
-    fig.add("Wake p50, in-process: Store.answer() → waiter wakes", f"{p50:.2f} ms", "≤ 1 ms",
-            p50 <= 1.0)
-    fig.add("Wake p99, in-process: Store.answer() → waiter wakes", f"{p99:.2f} ms", "≤ 5 ms",
-            p99 <= 5.0)
-    fig.add("Wake p50 / p99, in-process: RESOLVE script issued → waiter wakes",
-            f"{pct(ms['script'], 0.5):.2f} / {pct(ms['script'], 0.99):.2f} ms")
-    fig.add("Parts of Store.answer(), p50: read the question (Store.get) / check the answers",
-            f"{pct(ms['load'], 0.5):.2f} / {pct(ms['check'], 0.5):.2f} ms")
+    fig.add(
+        "Wake p50, in-process: Store.answer() → waiter wakes", f"{p50:.2f} ms", "≤ 1 ms", p50 <= 1.0
+    )
+    fig.add(
+        "Wake p99, in-process: Store.answer() → waiter wakes", f"{p99:.2f} ms", "≤ 5 ms", p99 <= 5.0
+    )
+    fig.add(
+        "Wake p50 / p99, in-process: RESOLVE script issued → waiter wakes",
+        f"{pct(ms['script'], 0.5):.2f} / {pct(ms['script'], 0.99):.2f} ms",
+    )
+    fig.add(
+        "Parts of Store.answer(), p50: read the question (Store.get) / check the answers",
+        f"{pct(ms['load'], 0.5):.2f} / {pct(ms['check'], 0.5):.2f} ms",
+    )
     fig.data["inprocess_ms"] = ms
 
 
-async def over_http(url: str, port: int, api_key: str, tenant: str, n: int,
-                    fig: Figure) -> None:
+async def over_http(url: str, port: int, api_key: str, tenant: str, n: int, fig: Figure) -> None:
     redis = make_redis(url)
     try:
         store = Store(redis, make_settings(url))
@@ -124,14 +137,18 @@ async def over_http(url: str, port: int, api_key: str, tenant: str, n: int,
         try:
             for i in range(n):
                 rec, _ = await store.create(tenant, base.model_copy(update={"session": f"h{i}"}))
-                wait_req = (f"GET /v1/questions/{rec.id}/wait?timeout_s=30 HTTP/1.1\r\n"
-                            f"{auth}\r\n").encode()
+                wait_req = (
+                    f"GET /v1/questions/{rec.id}/wait?timeout_s=30 HTTP/1.1\r\n{auth}\r\n"
+                ).encode()
                 w1.write(wait_req)
                 await asyncio.sleep(0.01)  # the waiter is registered and blocked
                 t0 = time.perf_counter()
-                w2.write(f"POST /v1/questions/{rec.id}/answer HTTP/1.1\r\n{auth}"
-                         f"content-type: application/json\r\ncontent-length: {len(answer)}"
-                         f"\r\n\r\n".encode() + answer)
+                w2.write(
+                    f"POST /v1/questions/{rec.id}/answer HTTP/1.1\r\n{auth}"
+                    f"content-type: application/json\r\ncontent-length: {len(answer)}"
+                    f"\r\n\r\n".encode()
+                    + answer
+                )
                 status, body = await read_response(r1)
                 wake.append(time.perf_counter() - t0)
                 s2, _ = await read_response(r2)
@@ -147,16 +164,25 @@ async def over_http(url: str, port: int, api_key: str, tenant: str, n: int,
             w2.close()
     finally:
         await redis.aclose()
-    ms = {k: [x * 1000 for x in v] for k, v in
-          {"wake": wake, "post": post, "final": final}.items()}
+    ms = {k: [x * 1000 for x in v] for k, v in {"wake": wake, "post": post, "final": final}.items()}
     p50, p99 = pct(ms["wake"], 0.5), pct(ms["wake"], 0.99)
-    fig.add("Wake p50, over HTTP: POST /answer sent → GET /wait response read",
-            f"{p50:.2f} ms", "≤ 2 ms", p50 <= 2.0)
-    fig.add("Wake p99, over HTTP: POST /answer sent → GET /wait response read",
-            f"{p99:.2f} ms", "≤ 5 ms", p99 <= 5.0)
-    fig.add("Alongside, p50 / p99: the POST /answer response; a GET /wait on an answered "
-            "question", f"{pct(ms['post'], 0.5):.2f} / {pct(ms['post'], 0.99):.2f} ms; "
-            f"{pct(ms['final'], 0.5):.2f} / {pct(ms['final'], 0.99):.2f} ms")
+    fig.add(
+        "Wake p50, over HTTP: POST /answer sent → GET /wait response read",
+        f"{p50:.2f} ms",
+        "≤ 2 ms",
+        p50 <= 2.0,
+    )
+    fig.add(
+        "Wake p99, over HTTP: POST /answer sent → GET /wait response read",
+        f"{p99:.2f} ms",
+        "≤ 5 ms",
+        p99 <= 5.0,
+    )
+    fig.add(
+        "Alongside, p50 / p99: the POST /answer response; a GET /wait on an answered question",
+        f"{pct(ms['post'], 0.5):.2f} / {pct(ms['post'], 0.99):.2f} ms; "
+        f"{pct(ms['final'], 0.5):.2f} / {pct(ms['final'], 0.99):.2f} ms",
+    )
     fig.data["http_ms"] = ms
 
 

@@ -40,8 +40,11 @@ REDIS_EVERY_S = (15.0, 30.0)
 
 def base_env(redis_url: str) -> dict[str, str]:
     return {
-        "REDIS_URL": redis_url, "ASKGATE_SECRET_KEY": SECRET, "ASKGATE_TIMEOUT_MIN_S": "1",
-        "ASKGATE_LOG_LEVEL": "warning", "ASKGATE_SWEEP_INTERVAL_MS": "100",
+        "REDIS_URL": redis_url,
+        "ASKGATE_SECRET_KEY": SECRET,
+        "ASKGATE_TIMEOUT_MIN_S": "1",
+        "ASKGATE_LOG_LEVEL": "warning",
+        "ASKGATE_SWEEP_INTERVAL_MS": "100",
     }
 
 
@@ -53,22 +56,40 @@ def start_stack(redis: RedisProcess, log_dir: Path) -> tuple[list[Component], li
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         urls.append(url)
-        procs.append(Component(f"api{i}", "askgate_api", {**env, "ASKGATE_API_PORT": str(port)},
-                               log_dir, ready_url=url + "/readyz"))
+        procs.append(
+            Component(
+                f"api{i}",
+                "askgate_api",
+                {**env, "ASKGATE_API_PORT": str(port)},
+                log_dir,
+                ready_url=url + "/readyz",
+            )
+        )
     for i in range(2):
         procs.append(Component(f"sweeper{i}", "askgate_sweeper", env, log_dir))
-    procs.append(Component("webhooks", "askgate_webhooks", {
-        **env, "ASKGATE_WEBHOOK_WORKERS": "2", "ASKGATE_WEBHOOK_TIMEOUT_S": "2",
-        "ASKGATE_WEBHOOK_BACKOFF_S": "0.2", "ASKGATE_WEBHOOK_BACKOFF_MAX_S": "2",
-        "ASKGATE_WEBHOOK_MAX_ATTEMPTS": "20", "ASKGATE_CONSUMER_CLAIM_IDLE_MS": "3000",
-        "ASKGATE_CONSUMER_BLOCK_MS": "500"}, log_dir))
+    procs.append(
+        Component(
+            "webhooks",
+            "askgate_webhooks",
+            {
+                **env,
+                "ASKGATE_WEBHOOK_WORKERS": "2",
+                "ASKGATE_WEBHOOK_TIMEOUT_S": "2",
+                "ASKGATE_WEBHOOK_BACKOFF_S": "0.2",
+                "ASKGATE_WEBHOOK_BACKOFF_MAX_S": "2",
+                "ASKGATE_WEBHOOK_MAX_ATTEMPTS": "20",
+                "ASKGATE_CONSUMER_CLAIM_IDLE_MS": "3000",
+                "ASKGATE_CONSUMER_BLOCK_MS": "500",
+            },
+            log_dir,
+        )
+    )
     for p in procs:
         p.start()
     return procs, urls
 
 
-async def chaos(victims: dict[str, list[Victim]], stop: asyncio.Event,
-                rnd: random.Random) -> None:
+async def chaos(victims: dict[str, list[Victim]], stop: asyncio.Event, rnd: random.Random) -> None:
     """Until stop: pick a victim, kill -9, wait a moment, start it again."""
     kinds = list(WEIGHTS)
     while not stop.is_set():
@@ -105,8 +126,9 @@ async def run(args: argparse.Namespace) -> int:
         # The receivers are local: this tenant's own allow-list opens loopback for it.
         await set_outbound_allow(client, tenant.id, "127.0.0.0/8")
         procs, urls = await asyncio.to_thread(start_stack, redis, log_dir)
-        stack = Stack(base_env(redis.url), log_dir, urls,
-                      {"Authorization": f"Bearer {key}"}, args.seed)
+        stack = Stack(
+            base_env(redis.url), log_dir, urls, {"Authorization": f"Bearer {key}"}, args.seed
+        )
         for ch in channels:
             channel_procs += ch.start(stack)
         webhooks = next(p for p in procs if p.name == "webhooks")
@@ -118,13 +140,14 @@ async def run(args: argparse.Namespace) -> int:
             "channel": list(channel_procs),
         }
         redis_victim = RedisVictim(redis)
-        workload = Workload(stack, key, channels, hooks.url, rnd, args.agents,
-                            args.max_timeout_s)
+        workload = Workload(stack, key, channels, hooks.url, rnd, args.agents, args.max_timeout_s)
         stop_chaos = asyncio.Event()
         started = time.monotonic()
         load = asyncio.create_task(workload.run())
-        monkeys = [asyncio.create_task(chaos(victims, stop_chaos, rnd)),
-                   asyncio.create_task(redis_chaos(redis_victim, stop_chaos, rnd))]
+        monkeys = [
+            asyncio.create_task(chaos(victims, stop_chaos, rnd)),
+            asyncio.create_task(redis_chaos(redis_victim, stop_chaos, rnd)),
+        ]
         await asyncio.sleep(args.duration)
         stop_chaos.set()
         await asyncio.gather(*monkeys)
@@ -135,8 +158,9 @@ async def run(args: argparse.Namespace) -> int:
             if not p.alive():
                 await asyncio.to_thread(p.restart)
         async with httpx.AsyncClient(timeout=10.0) as http:
-            final, settle_s = await verify.settle(http, urls, stack.headers,
-                                                  list(workload.asked), channels, 180.0)
+            final, settle_s = await verify.settle(
+                http, urls, stack.headers, list(workload.asked), channels, 180.0
+            )
         await client.aclose()  # its connections predate the Redis restarts
         resolved = await verify.resolved_events(redis.url)
         figures, tally = verify.check(workload.asked, final, resolved, hooks, channels)
@@ -144,8 +168,14 @@ async def run(args: argparse.Namespace) -> int:
         figures.update({f"ask refused {k}": v for k, v in workload.refused.items()})
         kills = {v.name: (v.kills, v.restarts) for vs in victims.values() for v in vs}
         kills["redis"] = (redis_victim.kills, redis_victim.restarts)
-        text = report.render(figures, kills, {**vars(args), "log_dir": str(log_dir)}, elapsed,
-                             settle_s, tally.examples)
+        text = report.render(
+            figures,
+            kills,
+            {**vars(args), "log_dir": str(log_dir)},
+            elapsed,
+            settle_s,
+            tally.examples,
+        )
         print(text)
         if args.report:
             report.write(Path(args.report), text)
@@ -161,13 +191,20 @@ async def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m chaos", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m chaos",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of chaos")
     parser.add_argument("--seed", type=int, default=secrets.randbelow(10**6))
     parser.add_argument("--agents", type=int, default=12, help="concurrent asking agents")
-    parser.add_argument("--max-timeout-s", type=int, default=8,
-                        help="longest timeoutSeconds an agent asks with (2 to 8)")
+    parser.add_argument(
+        "--max-timeout-s",
+        type=int,
+        default=8,
+        help="longest timeoutSeconds an agent asks with (2 to 8)",
+    )
     parser.add_argument("--report", default="", help="write the report there (markdown)")
     args: Any = parser.parse_args(argv)
     configure_logging("warning", False)

@@ -57,9 +57,15 @@ class Channel(Protocol):
     def stop(self) -> None: ...
 
 
-async def post_any(http: httpx.AsyncClient, urls: list[str], path: str, body: dict[str, Any],
-                   headers: dict[str, str], rnd: random.Random,
-                   tries: int = 40) -> httpx.Response | None:
+async def post_any(
+    http: httpx.AsyncClient,
+    urls: list[str],
+    path: str,
+    body: dict[str, Any],
+    headers: dict[str, str],
+    rnd: random.Random,
+    tries: int = 40,
+) -> httpx.Response | None:
     """POST through any live API process (a human taps again when a tap fails)."""
     for _ in range(tries):
         try:
@@ -75,9 +81,12 @@ async def post_any(http: httpx.AsyncClient, urls: list[str], path: str, body: di
 # The channel kit's settings for a chaos run: a killed worker's claims and leases are
 # taken over within seconds, not the production minute.
 KIT_ENV = {
-    "ASKGATE_CONSUMER_CLAIM_IDLE_MS": "3000", "ASKGATE_CONSUMER_CLAIM_EVERY_S": "1",
-    "ASKGATE_CONSUMER_BLOCK_MS": "500", "ASKGATE_DELIVERY_LEASE_MS": "5000",
-    "ASKGATE_DELIVERY_BACKOFF_S": "0.1", "ASKGATE_DELIVERY_MAX_CLAIMS": "30",
+    "ASKGATE_CONSUMER_CLAIM_IDLE_MS": "3000",
+    "ASKGATE_CONSUMER_CLAIM_EVERY_S": "1",
+    "ASKGATE_CONSUMER_BLOCK_MS": "500",
+    "ASKGATE_DELIVERY_LEASE_MS": "5000",
+    "ASKGATE_DELIVERY_BACKOFF_S": "0.1",
+    "ASKGATE_DELIVERY_MAX_CLAIMS": "30",
 }
 
 
@@ -94,9 +103,12 @@ class TextChannel:
     def start(self, stack: Stack) -> list[Component]:
         self.stack = stack
         self.platform = Receiver("text", error_rate=0.05, seed=stack.seed, latency_s=0.3)
-        worker = Component("text", "askgate_text", {**stack.env, **KIT_ENV,
-                                                     "ASKGATE_TEXT_TIMEOUT_S": "2"},
-                           stack.log_dir)
+        worker = Component(
+            "text",
+            "askgate_text",
+            {**stack.env, **KIT_ENV, "ASKGATE_TEXT_TIMEOUT_S": "2"},
+            stack.log_dir,
+        )
         worker.start()
         wait_live(stack.env["REDIS_URL"], self.name)
         return [worker]
@@ -109,13 +121,23 @@ class TextChannel:
         """Once the prompt reached the platform, the human replies '2' there."""
         assert self.platform is not None and self.stack is not None
         rnd = random.Random(asked.id)
-        while not any(h.body.get("question_id") == asked.id and h.body.get("type") == "question"
-                      and h.status == 200 for h in self.platform.snapshot()):
+        while not any(
+            h.body.get("question_id") == asked.id
+            and h.body.get("type") == "question"
+            and h.status == 200
+            for h in self.platform.snapshot()
+        ):
             if time.time() > asked.expires_at:
                 return "late"
             await asyncio.sleep(0.1)
-        r = await post_any(http, self.stack.api_urls, f"/v1/sessions/{asked.session}/messages",
-                           {"text": "2"}, self.stack.headers, rnd)
+        r = await post_any(
+            http,
+            self.stack.api_urls,
+            f"/v1/sessions/{asked.session}/messages",
+            {"text": "2"},
+            self.stack.headers,
+            rnd,
+        )
         if r is None:
             return "unreachable"
         body = r.json()
@@ -126,12 +148,15 @@ class TextChannel:
     def owed(self, question: dict[str, Any]) -> bool:
         """A final question whose shown prompt has not had its summary posted yet."""
         assert self.platform is not None
-        sent = {h.headers.get("x-askgate-delivery") for h in self.platform.snapshot()
-                if h.status == 200}
+        sent = {
+            h.headers.get("x-askgate-delivery") for h in self.platform.snapshot() if h.status == 200
+        }
         return question["status"] != "pending" and any(
-            d["target"]["channel"] == self.name and d["status"] == "delivered"
+            d["target"]["channel"] == self.name
+            and d["status"] == "delivered"
             and f"{question['id']}:{i}:summary" not in sent
-            for i, d in enumerate(question["deliveries"]))
+            for i, d in enumerate(question["deliveries"])
+        )
 
     def verify(self, questions: dict[str, dict[str, Any]]) -> dict[str, int]:
         assert self.platform is not None

@@ -24,8 +24,9 @@ class Hit:
 
 
 class Receiver:
-    def __init__(self, name: str, error_rate: float = 0.0, seed: int = 0,
-                 latency_s: float = 0.0) -> None:
+    def __init__(
+        self, name: str, error_rate: float = 0.0, seed: int = 0, latency_s: float = 0.0
+    ) -> None:
         """`latency_s`: each answer waits up to this long, so a kill lands mid-POST too."""
         self.name = name
         self.hits: list[Hit] = []
@@ -41,9 +42,14 @@ class Receiver:
                     delay = receiver._random.uniform(0, latency_s)
                 time.sleep(delay)
                 with receiver._lock:
-                    receiver.hits.append(Hit(time.time(), {k.lower(): v for k, v in
-                                                           self.headers.items()},
-                                             orjson.loads(raw), status))
+                    receiver.hits.append(
+                        Hit(
+                            time.time(),
+                            {k.lower(): v for k, v in self.headers.items()},
+                            orjson.loads(raw),
+                            status,
+                        )
+                    )
                 try:
                     self.send_response(status)
                     self.send_header("Content-Length", "2")

@@ -64,9 +64,13 @@ class Component:
     def start(self, timeout_s: float = 30.0) -> None:
         log = (self.log_dir / f"{self.name}.log").open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", self.module], env={**os.environ, **self.env},
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True)
+            [sys.executable, "-m", self.module],
+            env={**os.environ, **self.env},
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         log.close()
         self.pids.append(self.proc.pid)
         if self.ready_url:

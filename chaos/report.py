@@ -9,11 +9,19 @@ from typing import Any
 
 # The figures that must be zero for the run to pass.
 MUST_BE_ZERO = [
-    "lost (not final)", "lost (never resolved)", "doubled (resolved more than once)",
-    "doubled (two answers accepted)", "doubled (result is not the winner's)",
-    "waiters never told", "waiters told a wrong result", "webhook pending",
-    "webhook missing", "webhooks never received", "webhooks told a wrong result",
-    "text: prompts missing at the platform", "text: summaries missing",
+    "lost (not final)",
+    "lost (never resolved)",
+    "doubled (resolved more than once)",
+    "doubled (two answers accepted)",
+    "doubled (result is not the winner's)",
+    "waiters never told",
+    "waiters told a wrong result",
+    "webhook pending",
+    "webhook missing",
+    "webhooks never received",
+    "webhooks told a wrong result",
+    "text: prompts missing at the platform",
+    "text: summaries missing",
 ]
 
 
@@ -21,8 +29,14 @@ def failures(figures: dict[str, Any]) -> list[str]:
     return [name for name in MUST_BE_ZERO if figures.get(name, 0)]
 
 
-def render(figures: dict[str, Any], kills: dict[str, tuple[int, int]], args: dict[str, Any],
-           elapsed_s: float, settle_s: float, examples: dict[str, list[str]]) -> str:
+def render(
+    figures: dict[str, Any],
+    kills: dict[str, tuple[int, int]],
+    args: dict[str, Any],
+    elapsed_s: float,
+    settle_s: float,
+    examples: dict[str, list[str]],
+) -> str:
     lost = sum(v for k, v in figures.items() if k.startswith("lost"))
     doubled = sum(v for k, v in figures.items() if k.startswith("doubled"))
     rows = [
@@ -31,10 +45,14 @@ def render(figures: dict[str, Any], kills: dict[str, tuple[int, int]], args: dic
         ("restarts in all (by the driver or a supervisor)", sum(r for _, r in kills.values())),
         ("lost", lost),
         ("doubled", doubled),
-        ("max seconds a waiter waited past its deadline",
-         figures["max seconds a waiter waited past its deadline"]),
-        ("median seconds a waiter waited past its deadline (timeouts)",
-         figures["median seconds a waiter waited past its deadline"]),
+        (
+            "max seconds a waiter waited past its deadline",
+            figures["max seconds a waiter waited past its deadline"],
+        ),
+        (
+            "median seconds a waiter waited past its deadline (timeouts)",
+            figures["median seconds a waiter waited past its deadline"],
+        ),
     ]
     verdict = "PASS" if not failures(figures) else "FAIL: " + ", ".join(failures(figures))
     lines = [
@@ -55,8 +73,7 @@ def render(figures: dict[str, Any], kills: dict[str, tuple[int, int]], args: dic
         "",
         f"- Run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {elapsed_s:.0f} s of "
         f"chaos, {settle_s:.0f} s to settle; seed {args['seed']}, {args['agents']} agents",
-        f"- Machine: Python {platform.python_version()}, {platform.system()} "
-        f"{platform.release()}",
+        f"- Machine: Python {platform.python_version()}, {platform.system()} {platform.release()}",
         f"- Verdict: **{verdict}**",
         "",
         "| figure | value |",
@@ -82,15 +99,21 @@ def render(figures: dict[str, Any], kills: dict[str, tuple[int, int]], args: dic
         "",
         "| figure | value |",
         "|---|---|",
-        *[f"| {name}{' ✱' if name in MUST_BE_ZERO else ''} | {value} |"
-          for name, value in sorted(figures.items())],
+        *[
+            f"| {name}{' ✱' if name in MUST_BE_ZERO else ''} | {value} |"
+            for name, value in sorted(figures.items())
+        ],
         "",
     ]
     failed = failures(figures)
     if failed:
-        lines += ["## What failed", "",
-                  *[f"- {name}: {', '.join(examples.get(name, [])[:10])}" for name in failed],
-                  f"- logs and Redis data: {args.get('log_dir', '')}", ""]
+        lines += [
+            "## What failed",
+            "",
+            *[f"- {name}: {', '.join(examples.get(name, [])[:10])}" for name in failed],
+            f"- logs and Redis data: {args.get('log_dir', '')}",
+            "",
+        ]
     return "\n".join(lines)
 
 

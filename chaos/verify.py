@@ -21,8 +21,9 @@ from chaos.report import MUST_BE_ZERO
 from chaos.workload import EXPECTED
 
 
-async def fetch(http: httpx.AsyncClient, urls: list[str], headers: dict[str, str],
-                qid: str) -> dict[str, Any] | None:
+async def fetch(
+    http: httpx.AsyncClient, urls: list[str], headers: dict[str, str], qid: str
+) -> dict[str, Any] | None:
     for attempt in range(50):
         try:
             r = await http.get(f"{urls[attempt % len(urls)]}/v1/questions/{qid}", headers=headers)
@@ -46,9 +47,14 @@ def settled(q: dict[str, Any], channels: list[Channel]) -> bool:
     return not any(ch.owed(q) for ch in channels)
 
 
-async def settle(http: httpx.AsyncClient, urls: list[str], headers: dict[str, str],
-                 ids: list[str], channels: list[Channel], timeout_s: float
-                 ) -> tuple[dict[str, dict[str, Any]], float]:
+async def settle(
+    http: httpx.AsyncClient,
+    urls: list[str],
+    headers: dict[str, str],
+    ids: list[str],
+    channels: list[Channel],
+    timeout_s: float,
+) -> tuple[dict[str, dict[str, Any]], float]:
     """Every question as it ends up, waiting (bounded) for what is still owed."""
     start = time.monotonic()
     seen: dict[str, dict[str, Any]] = {}
@@ -111,8 +117,13 @@ class Tally:
             self.examples.setdefault(name, []).append(qid)
 
 
-def check(asked: dict[str, Asked], final: dict[str, dict[str, Any]], resolved: Counter[str],
-          hooks: Receiver, channels: list[Channel]) -> tuple[dict[str, Any], Tally]:
+def check(
+    asked: dict[str, Asked],
+    final: dict[str, dict[str, Any]],
+    resolved: Counter[str],
+    hooks: Receiver,
+    channels: list[Channel],
+) -> tuple[dict[str, Any], Tally]:
     t = Tally()
     lateness: list[float] = []
     webhook_bodies: dict[str, list[Any]] = {}
@@ -133,8 +144,11 @@ def check(asked: dict[str, Asked], final: dict[str, dict[str, Any]], resolved: C
             expected = EXPECTED.get(a.human_wins[0], EXPECTED["api"])
             t.add("doubled (result is not the winner's)", qid, q["result"] != expected)
         else:
-            t.add("answers whose 200 was lost to a kill", qid,
-                  q["status"] == "answered" or q["reason"] == "skipped")
+            t.add(
+                "answers whose 200 was lost to a kill",
+                qid,
+                q["status"] == "answered" or q["reason"] == "skipped",
+            )
         t.add("answers refused as already final", n=a.told_final, when=a.told_final > 0)
         if a.result is None:
             t.add("waiters never told", qid)
@@ -152,14 +166,14 @@ def check(asked: dict[str, Asked], final: dict[str, dict[str, Any]], resolved: C
         t.add("webhook POSTs received", n=len(hits), when=bool(hits))
         t.add("webhooks never received", qid, not ok)
         t.add("webhooks received twice with 200 (at least once)", qid, len(ok) > 1)
-        t.add("webhooks told a wrong result", qid,
-              any(h.body["result"] != q["result"] for h in hits))
+        t.add(
+            "webhooks told a wrong result", qid, any(h.body["result"] != q["result"] for h in hits)
+        )
     for channel in channels:
         for name, value in channel.verify(final).items():
             t.add(f"{channel.name}: {name}", n=value, when=value > 0)
     out: dict[str, Any] = {**dict.fromkeys(MUST_BE_ZERO, 0), **t.counts}
     out["max seconds a waiter waited past its deadline"] = round(max(lateness, default=0.0), 2)
     ordered = sorted(lateness) or [0.0]
-    out["median seconds a waiter waited past its deadline"] = round(
-        ordered[len(ordered) // 2], 2)
+    out["median seconds a waiter waited past its deadline"] = round(ordered[len(ordered) // 2], 2)
     return out, t

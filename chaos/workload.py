@@ -16,23 +16,37 @@ from askgate_client import ApiError, AsyncAskgate
 
 from chaos.channels import Asked, Channel, Stack, post_any
 
-QUESTIONS: list[Any] = [{
-    "id": "deploy_target", "header": "Deploy", "question": "Where should I deploy this build?",
-    "options": [{"label": "Staging (Recommended)"}, {"label": "Production"}],
-}]
+QUESTIONS: list[Any] = [
+    {
+        "id": "deploy_target",
+        "header": "Deploy",
+        "question": "Where should I deploy this build?",
+        "options": [{"label": "Staging (Recommended)"}, {"label": "Production"}],
+    }
+]
 TIMEOUTS_S = [2, 3, 5, 8]
 # What each way of answering makes the result, when it wins.
 EXPECTED = {
     "api": {"status": "answered", "answers": {"answers": {"deploy_target": ["Production"]}}},
-    "reply": {"status": "answered",
-              "answers": {"answers": {"deploy_target": ["Staging (Recommended)"]}}},
+    "reply": {
+        "status": "answered",
+        "answers": {"answers": {"deploy_target": ["Staging (Recommended)"]}},
+    },
     "skip": {"status": "no_answer"},
 }
 
 
 class Workload:
-    def __init__(self, stack: Stack, api_key: str, channels: list[Channel], callback_url: str,
-                 rnd: random.Random, agents: int, max_timeout_s: int = 8) -> None:
+    def __init__(
+        self,
+        stack: Stack,
+        api_key: str,
+        channels: list[Channel],
+        callback_url: str,
+        rnd: random.Random,
+        agents: int,
+        max_timeout_s: int = 8,
+    ) -> None:
         self.stack = stack
         self.api_key = api_key
         self.channels = channels
@@ -59,12 +73,18 @@ class Workload:
                 n += 1
                 # The Control UI can always show it, so an ask is never refused because a
                 # chat channel's worker is down at that moment (its target fails instead).
-                targets = [{"channel": "web"},
-                           *[t for ch in self.channels if (t := ch.target(self.rnd))]]
+                targets = [
+                    {"channel": "web"},
+                    *[t for ch in self.channels if (t := ch.target(self.rnd))],
+                ]
                 try:
-                    q = await ag.start(QUESTIONS, session=f"c{index}-{n}", targets=targets,
-                                       timeout_s=self.rnd.choice(self.timeouts),
-                                       callback_url=self.callback_url)
+                    q = await ag.start(
+                        QUESTIONS,
+                        session=f"c{index}-{n}",
+                        targets=targets,
+                        timeout_s=self.rnd.choice(self.timeouts),
+                        callback_url=self.callback_url,
+                    )
                 except ApiError as exc:
                     self.refused[f"HTTP {exc.status_code} {exc.code}"] += 1
                     await asyncio.sleep(0.2)
@@ -81,8 +101,9 @@ class Workload:
         rnd = random.Random(asked.id)
         await asyncio.sleep(rnd.uniform(0, max(0.5, asked.expires_at - time.time()) * 1.1))
         roll = rnd.random()
-        channel = next((c for c in self.channels
-                        if any(t["channel"] == c.name for t in asked.targets)), None)
+        channel = next(
+            (c for c in self.channels if any(t["channel"] == c.name for t in asked.targets)), None
+        )
         if roll < 0.30:
             ways = ["api"]
         elif roll < 0.45:
@@ -102,8 +123,9 @@ class Workload:
             elif outcome == "told":
                 asked.told_final += 1
 
-    async def _answer(self, way: str, asked: Asked, http: httpx.AsyncClient,
-                      channel: Channel | None) -> str:
+    async def _answer(
+        self, way: str, asked: Asked, http: httpx.AsyncClient, channel: Channel | None
+    ) -> str:
         if channel is not None and way == channel.name:
             return await channel.answer(http, asked)
         path, body = {
@@ -111,8 +133,14 @@ class Workload:
             "reply": ("reply", {"text": "1"}),
             "skip": ("skip", {}),
         }[way]
-        r = await post_any(http, self.stack.api_urls, f"/v1/questions/{asked.id}/{path}", body,
-                           self.stack.headers, random.Random(f"{asked.id}{way}"))
+        r = await post_any(
+            http,
+            self.stack.api_urls,
+            f"/v1/questions/{asked.id}/{path}",
+            body,
+            self.stack.headers,
+            random.Random(f"{asked.id}{way}"),
+        )
         if r is None:
             return "unreachable"
         if r.status_code == 200:

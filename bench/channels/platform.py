@@ -74,11 +74,19 @@ async def main(channel: str, think_s: float) -> None:
             elif cmd["cmd"] == "count" and "convs" in cmd:
                 emit({"prompts": sum(1 for c in cmd["convs"] if c in rec.prompts)})
             elif cmd["cmd"] == "count":
-                emit({"prompts": sum(len(v) for v in rec.prompts.values()),
-                      "answered": len(rec.answered), "summaries": len(rec.summaries)})
+                emit(
+                    {
+                        "prompts": sum(len(v) for v in rec.prompts.values()),
+                        "answered": len(rec.answered),
+                        "summaries": len(rec.summaries),
+                    }
+                )
             elif cmd["cmd"] == "dump":
-                records = {"prompts": rec.prompts, "answered": rec.answered,
-                           "summaries": rec.summaries}
+                records = {
+                    "prompts": rec.prompts,
+                    "answered": rec.answered,
+                    "summaries": rec.summaries,
+                }
                 # A blocking write, on purpose: nothing is being measured during a dump.
                 Path(cmd["path"]).write_text(json.dumps(records))  # noqa: ASYNC240
                 emit({"dumped": cmd["path"]})
@@ -87,8 +95,9 @@ async def main(channel: str, think_s: float) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("channel")
     parser.add_argument("--think-ms", type=float, default=500.0)
     args = parser.parse_args()

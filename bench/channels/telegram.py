@@ -34,12 +34,18 @@ class TelegramSpec:
         return {"channel": "telegram", "chat_id": self.conv(i)}
 
     async def configure(self, redis: Redis, tenant_id: str) -> None:
-        await set_channel_config(redis, tenant_id, "telegram",
-                                 {"bot_token": TOKEN, "webhook_secret": "bench-hook-secret"})
+        await set_channel_config(
+            redis,
+            tenant_id,
+            "telegram",
+            {"bot_token": TOKEN, "webhook_secret": "bench-hook-secret"},
+        )
 
     def worker(self, redis_url: str, base: str) -> tuple[list[str], dict[str, str]]:
         return [sys.executable, "-m", "askgate_telegram"], {
-            "ASKGATE_TELEGRAM_MODE": "polling", "ASKGATE_TELEGRAM_API_BASE": base}
+            "ASKGATE_TELEGRAM_MODE": "polling",
+            "ASKGATE_TELEGRAM_API_BASE": base,
+        }
 
     def platform(self, hooks: Hooks) -> Platform:
         return _platform(hooks)

@@ -51,20 +51,35 @@ def grace_s(name: str, spec: dict[str, Any]) -> int:
 def probes(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     if spec["kind"] == "http":
         return {
-            "startupProbe": {"httpGet": {"path": "/healthz", "port": "http"},
-                             "periodSeconds": 2, "failureThreshold": 30},
-            "readinessProbe": {"httpGet": {"path": "/readyz", "port": "http"},
-                               "periodSeconds": 5, "timeoutSeconds": 3, "failureThreshold": 2},
-            "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http"},
-                              "periodSeconds": 10, "timeoutSeconds": 3, "failureThreshold": 3},
+            "startupProbe": {
+                "httpGet": {"path": "/healthz", "port": "http"},
+                "periodSeconds": 2,
+                "failureThreshold": 30,
+            },
+            "readinessProbe": {
+                "httpGet": {"path": "/readyz", "port": "http"},
+                "periodSeconds": 5,
+                "timeoutSeconds": 3,
+                "failureThreshold": 2,
+            },
+            "livenessProbe": {
+                "httpGet": {"path": "/healthz", "port": "http"},
+                "periodSeconds": 10,
+                "timeoutSeconds": 3,
+                "failureThreshold": 3,
+            },
             "lifecycle": {"preStop": {"exec": {"command": ["sleep", str(PRESTOP_SLEEP_S)]}}},
         }
     check = {"exec": {"command": [f"askgate-{name}", "--check"]}}
     return {
         # The health key is written at start and lives 20 s: a first look after 15 s.
-        "livenessProbe": {**check, "initialDelaySeconds": 15,
-                          "periodSeconds": WORKER_PROBE_PERIOD_S, "timeoutSeconds": 10,
-                          "failureThreshold": 3},
+        "livenessProbe": {
+            **check,
+            "initialDelaySeconds": 15,
+            "periodSeconds": WORKER_PROBE_PERIOD_S,
+            "timeoutSeconds": 10,
+            "failureThreshold": 3,
+        },
     }
 
 
@@ -73,8 +88,10 @@ def deployment(name: str, spec: dict[str, Any]) -> dict[str, Any]:
         "name": name,
         "image": f"askgate-{name}:{IMAGE_TAG}",
         "imagePullPolicy": "IfNotPresent",
-        "envFrom": [{"configMapRef": {"name": "askgate-config"}},
-                    {"secretRef": {"name": "askgate-secrets"}}],
+        "envFrom": [
+            {"configMapRef": {"name": "askgate-config"}},
+            {"secretRef": {"name": "askgate-secrets"}},
+        ],
     }
     if spec.get("port"):
         container["ports"] = [{"name": port_name(spec), "containerPort": int(spec["port"])}]
@@ -97,15 +114,20 @@ def deployment(name: str, spec: dict[str, Any]) -> dict[str, Any]:
             "replicas": int(spec["replicas"]),
             "selector": {"matchLabels": selector(name)},
             # One new pod before an old one goes: capacity never dips in a rollout.
-            "strategy": {"type": "RollingUpdate",
-                         "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+            "strategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
+            },
             "template": {
                 "metadata": {"labels": labels(name)},
                 "spec": {
                     "terminationGracePeriodSeconds": grace_s(name, spec),
-                    "securityContext": {"runAsNonRoot": True, "runAsUser": 10001,
-                                        "runAsGroup": 10001,
-                                        "seccompProfile": {"type": "RuntimeDefault"}},
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": 10001,
+                        "runAsGroup": 10001,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
                     "containers": [container],
                     "volumes": [{"name": "tmp", "emptyDir": {}}],
                 },
@@ -136,8 +158,10 @@ def service(name: str, spec: dict[str, Any]) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": f"askgate-{name}", "labels": labels(name)},
-        "spec": {"selector": selector(name),
-                 "ports": [{"name": port, "port": int(spec["port"]), "targetPort": port}]},
+        "spec": {
+            "selector": selector(name),
+            "ports": [{"name": port, "port": int(spec["port"]), "targetPort": port}],
+        },
     }
 
 
@@ -148,14 +172,25 @@ def autoscaler(name: str, spec: dict[str, Any]) -> dict[str, Any]:
         "kind": "HorizontalPodAutoscaler",
         "metadata": {"name": f"askgate-{name}", "labels": labels(name)},
         "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
-                               "name": f"askgate-{name}"},
+            "scaleTargetRef": {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "name": f"askgate-{name}",
+            },
             "minReplicas": int(scale["min"]),
             "maxReplicas": int(scale["max"]),
-            "metrics": [{"type": "Resource", "resource": {
-                "name": "cpu",
-                "target": {"type": "Utilization", "averageUtilization": int(scale["cpu_percent"])},
-            }}],
+            "metrics": [
+                {
+                    "type": "Resource",
+                    "resource": {
+                        "name": "cpu",
+                        "target": {
+                            "type": "Utilization",
+                            "averageUtilization": int(scale["cpu_percent"]),
+                        },
+                    },
+                }
+            ],
         },
     }
 
@@ -191,24 +226,31 @@ def render(table: dict[str, dict[str, Any]]) -> dict[str, str]:
 
 def stale(files: dict[str, str], base: Path = BASE) -> list[str]:
     """The generated files whose text in base/ differs, and stray generated files."""
-    wrong = [n for n, text in files.items()
-             if not (base / n).exists() or (base / n).read_text() != text]
-    strays = [p.name for p in base.glob("*.yaml")
-              if p.name not in files and p.read_text().startswith(HEADER)]
+    wrong = [
+        n for n, text in files.items() if not (base / n).exists() or (base / n).read_text() != text
+    ]
+    strays = [
+        p.name
+        for p in base.glob("*.yaml")
+        if p.name not in files and p.read_text().startswith(HEADER)
+    ]
     return sorted(wrong + strays)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--check", action="store_true", help="only report stale files")
     args = parser.parse_args(argv)
     files = render(load_table())
     if args.check:
         bad = stale(files)
         for name in bad:
-            print(f"deploy/k8s/base/{name} is stale: run python deploy/k8s/generate.py",
-                  file=sys.stderr)
+            print(
+                f"deploy/k8s/base/{name} is stale: run python deploy/k8s/generate.py",
+                file=sys.stderr,
+            )
         return 1 if bad else 0
     BASE.mkdir(exist_ok=True)
     for name in stale(files):

@@ -10,7 +10,22 @@ import sys
 def test_short_chaos_run_loses_and_doubles_nothing() -> None:
     """`python -m chaos` for 3 s with 4 agents exits 0 (nothing lost, nothing doubled)."""
     run = subprocess.run(
-        [sys.executable, "-m", "chaos", "--duration", "3", "--agents", "4", "--seed", "11",
-         "--max-timeout-s", "3"], capture_output=True, text=True, timeout=110)
+        [
+            sys.executable,
+            "-m",
+            "chaos",
+            "--duration",
+            "3",
+            "--agents",
+            "4",
+            "--seed",
+            "11",
+            "--max-timeout-s",
+            "3",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=110,
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "Verdict: **PASS**" in run.stdout

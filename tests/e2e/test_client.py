@@ -41,11 +41,15 @@ async def test_ask_returns_seed_result(api_server: ApiProcess, tenant: Tenant) -
         result = await task
     assert result.tool_result == SEED_ANSWERED
     assert (result.status, result.answers, result.reason) == (
-        "answered", {"deploy_target": ["Production"]}, None)
+        "answered",
+        {"deploy_target": ["Production"]},
+        None,
+    )
 
 
 async def test_sync_ask_returns_seed_result(api_server: ApiProcess, tenant: Tenant) -> None:
     """The blocking client's ask() returns the same seed result."""
+
     def blocking_ask() -> AskResult:
         with Askgate(api_server.url, tenant.api_key) as ag:
             return ag.ask(QUESTIONS, session="s1", timeout_s=300)
@@ -67,8 +71,7 @@ async def test_ask_survives_api_restart(api_process: ApiProcess, tenant: Tenant)
         await answer(api_process, tenant, question["id"])
         result = await task
     assert result.tool_result == SEED_ANSWERED
-    assert [q["id"] for q in await session_questions(api_process, tenant, "s1")] == [
-        question["id"]]
+    assert [q["id"] for q in await session_questions(api_process, tenant, "s1")] == [question["id"]]
 
 
 async def test_ask_waits_for_api_that_is_down(api_process: ApiProcess, tenant: Tenant) -> None:
@@ -118,7 +121,10 @@ async def test_cancelling_ask_cancels_question(api_server: ApiProcess, tenant: T
             await task
         final = await ag.get(question["id"])
     assert (final.status, final.reason, final.result) == (
-        "no_answer", "cancelled", {"status": "no_answer"})
+        "no_answer",
+        "cancelled",
+        {"status": "no_answer"},
+    )
 
 
 async def test_skip_gives_no_answer_with_reason(api_server: ApiProcess, tenant: Tenant) -> None:
@@ -130,7 +136,11 @@ async def test_skip_gives_no_answer_with_reason(api_server: ApiProcess, tenant: 
             assert (await http.post(f"/v1/questions/{question['id']}/skip")).status_code == 200
         result = await task
     assert (result.tool_result, result.status, result.reason, result.answers) == (
-        {"status": "no_answer"}, "no_answer", "skipped", {})
+        {"status": "no_answer"},
+        "no_answer",
+        "skipped",
+        {},
+    )
 
 
 async def test_start_then_wait_with_timeout(api_server: ApiProcess, tenant: Tenant) -> None:
@@ -145,8 +155,7 @@ async def test_start_then_wait_with_timeout(api_server: ApiProcess, tenant: Tena
     assert result is not None and result.tool_result == SEED_ANSWERED
 
 
-async def test_retried_start_returns_same_question(api_server: ApiProcess,
-                                                   tenant: Tenant) -> None:
+async def test_retried_start_returns_same_question(api_server: ApiProcess, tenant: Tenant) -> None:
     """Two starts with the same tool_call_id are one question (the idempotent replay)."""
     async with AsyncAskgate(api_server.url, tenant.api_key, session="s1") as ag:
         first = await ag.start(QUESTIONS, tool_call_id="call-1")
@@ -154,8 +163,9 @@ async def test_retried_start_returns_same_question(api_server: ApiProcess,
     assert again.id == first.id
 
 
-async def test_invalid_ask_raises_with_field_message(api_server: ApiProcess,
-                                                     tenant: Tenant) -> None:
+async def test_invalid_ask_raises_with_field_message(
+    api_server: ApiProcess, tenant: Tenant
+) -> None:
     """A 422 raises InvalidAsk whose message names the field and the fix."""
     bad = [{**QUESTIONS[0], "id": "Deploy Target"}]
     async with AsyncAskgate(api_server.url, tenant.api_key, session="s1") as ag:
@@ -176,16 +186,15 @@ async def waiters_held(api: ApiProcess) -> int:
     return int(float(line.split()[1]))
 
 
-async def test_one_client_holds_more_than_100_waits(
-    api_server: ApiProcess, redis: Any
-) -> None:
+async def test_one_client_holds_more_than_100_waits(api_server: ApiProcess, redis: Any) -> None:
     """150 concurrent waits from one client are all held by the API at once (none queued
     behind a connection pool), and each gets its answer."""
     tenant_rec, key = await create_tenant(redis, "many-waits", asks_per_s=1000)
     headers = {"Authorization": f"Bearer {key}"}
     async with AsyncAskgate(api_server.url, key) as ag:
         questions = await asyncio.gather(
-            *(ag.start(QUESTIONS, session=f"w{i}", timeout_s=300) for i in range(WAITS)))
+            *(ag.start(QUESTIONS, session=f"w{i}", timeout_s=300) for i in range(WAITS))
+        )
         waits = [asyncio.create_task(ag.wait(q.id)) for q in questions]
         for _ in range(600):
             if await waiters_held(api_server) == WAITS:
@@ -194,8 +203,10 @@ async def test_one_client_holds_more_than_100_waits(
         assert await waiters_held(api_server) == WAITS
         async with httpx.AsyncClient(base_url=api_server.url, headers=headers) as http:
             for q in questions:
-                r = await http.post(f"/v1/questions/{q.id}/answer",
-                                    json={"answers": {"deploy_target": ["Production"]}})
+                r = await http.post(
+                    f"/v1/questions/{q.id}/answer",
+                    json={"answers": {"deploy_target": ["Production"]}},
+                )
                 assert r.status_code == 200
         results = await asyncio.gather(*waits)
     assert [r.tool_result for r in results] == [SEED_ANSWERED] * WAITS
@@ -208,21 +219,29 @@ TELEGRAM_STEP = {"after_s": 600, "targets": [{"channel": "telegram", "chat_id": 
 async def test_ask_carries_remind_and_escalate(api_server: ApiProcess, tenant: Tenant) -> None:
     """remind and escalate given to start() are the question's reminders and steps."""
     async with AsyncAskgate(api_server.url, tenant.api_key, session="s1") as ag:
-        question = await ag.start(QUESTIONS, timeout_s=900, targets=[{"channel": "web"}],
-                                  remind={"every_s": 300, "max": 2, "final_warning_s": 60},
-                                  escalate=[TELEGRAM_STEP])
+        question = await ag.start(
+            QUESTIONS,
+            timeout_s=900,
+            targets=[{"channel": "web"}],
+            remind={"every_s": 300, "max": 2, "final_warning_s": 60},
+            escalate=[TELEGRAM_STEP],
+        )
         await ag.cancel(question.id)
     assert question.remind == {"every_s": 300, "max": 2, "final_warning_s": 60, "sent": 0}
     assert [(s["step"], s["after_s"]) for s in question.escalation] == [(1, 600)]
 
 
-async def test_client_defaults_remind_and_escalate(api_server: ApiProcess,
-                                                   tenant: Tenant) -> None:
+async def test_client_defaults_remind_and_escalate(api_server: ApiProcess, tenant: Tenant) -> None:
     """The client's remind and escalate apply to every ask; an ask's own remind
     replaces the default."""
-    async with AsyncAskgate(api_server.url, tenant.api_key, session="s1",
-                            targets=[{"channel": "web"}], remind={"every_s": 120, "max": 1},
-                            escalate=[TELEGRAM_STEP]) as ag:
+    async with AsyncAskgate(
+        api_server.url,
+        tenant.api_key,
+        session="s1",
+        targets=[{"channel": "web"}],
+        remind={"every_s": 120, "max": 1},
+        escalate=[TELEGRAM_STEP],
+    ) as ag:
         defaulted = await ag.start(QUESTIONS, timeout_s=900)
         await ag.cancel(defaulted.id)
         own = await ag.start(QUESTIONS, timeout_s=900, remind={"every_s": 600, "max": 2})

@@ -34,8 +34,7 @@ def text_of(result: CallToolResult) -> str:
 
 
 @asynccontextmanager
-async def mcp_client(api_server: ApiProcess, tenant: Tenant,
-                     **env: str) -> AsyncIterator[Client]:
+async def mcp_client(api_server: ApiProcess, tenant: Tenant, **env: str) -> AsyncIterator[Client]:
     """`askgate-mcp` spawned over stdio for this tenant (`env` on top), and a connected
     MCP client (a context manager, not a fixture: anyio needs one task to enter and exit
     it)."""
@@ -63,12 +62,17 @@ async def test_lists_ask_user_with_seed_schema(api_server: ApiProcess, tenant: T
         question = schema["properties"]["questions"]["items"]
         option = question["properties"]["options"]["items"]
         assert (set(schema["properties"]), schema["required"]) == (
-            {"questions", "timeoutSeconds"}, ["questions"])
+            {"questions", "timeoutSeconds"},
+            ["questions"],
+        )
         assert (set(question["properties"]), question["required"]) == (
             {"id", "header", "question", "options", "multiSelect"},
-            ["id", "header", "question", "options"])
+            ["id", "header", "question", "options"],
+        )
         assert (set(option["properties"]), option["required"]) == (
-            {"label", "description"}, ["label"])
+            {"label", "description"},
+            ["label"],
+        )
         assert [s["additionalProperties"] for s in (schema, question, option)] == [False] * 3
         jsonschema.validate(SEED_INPUT, schema)
         with pytest.raises(jsonschema.ValidationError):
@@ -79,9 +83,13 @@ async def test_description_carries_model_guidance(api_server: ApiProcess, tenant
     """The tool description tells the model when to ask and how to shape the options."""
     async with mcp_client(api_server, tenant) as client:
         description = (await client.list_tools()).tools[0].description or ""
-        for phrase in ("genuinely the user's", "1-3 multiple-choice questions",
-                       ' (Recommended)', 'Do not add an "Other" option',
-                       "no_answer, proceed with your best judgment"):
+        for phrase in (
+            "genuinely the user's",
+            "1-3 multiple-choice questions",
+            " (Recommended)",
+            'Do not add an "Other" option',
+            "no_answer, proceed with your best judgment",
+        ):
             assert phrase in description
 
 
@@ -110,8 +118,7 @@ async def test_validation_error_is_tool_error(api_server: ApiProcess, tenant: Te
         bad = {"questions": [{**SEED_INPUT["questions"][0], "id": "Deploy Target"}]}
         result = await client.call_tool("ask_user", bad)
         assert result.is_error
-        assert text_of(result) == (
-            "questions[0].id must be snake_case, for example deploy_target")
+        assert text_of(result) == ("questions[0].id must be snake_case, for example deploy_target")
 
 
 async def test_progress_while_waiting(api_server: ApiProcess, tenant: Tenant) -> None:
@@ -125,8 +132,9 @@ async def test_progress_while_waiting(api_server: ApiProcess, tenant: Tenant) ->
             got_progress.set()
 
         async with anyio.create_task_group() as tg:
-            tg.start_soon(lambda: client.call_tool("ask_user", SEED_INPUT,
-                                                       progress_callback=on_progress))
+            tg.start_soon(
+                lambda: client.call_tool("ask_user", SEED_INPUT, progress_callback=on_progress)
+            )
             question = await pending_question(api_server, tenant.headers, SESSION)
             await got_progress.wait()
             await answer_production(api_server, tenant.headers, question["id"])
@@ -148,16 +156,22 @@ async def test_cancelled_call_cancels_question(api_server: ApiProcess, tenant: T
                     break
                 await asyncio.sleep(0.05)
         assert (final["status"], final["reason"], final["result"]) == (
-            "no_answer", "cancelled", {"status": "no_answer"})
+            "no_answer",
+            "cancelled",
+            {"status": "no_answer"},
+        )
 
 
-async def test_asks_with_configured_remind_and_escalate(api_server: ApiProcess,
-                                                        tenant: Tenant) -> None:
+async def test_asks_with_configured_remind_and_escalate(
+    api_server: ApiProcess, tenant: Tenant
+) -> None:
     """ASKGATE_REMIND and ASKGATE_ESCALATE are sent with the tool's asks."""
     step = {"after_s": 600, "targets": [{"channel": "telegram", "chat_id": "42"}]}
-    env = {"ASKGATE_TARGETS": '[{"channel": "web"}]',
-           "ASKGATE_REMIND": '{"every_s": 300, "max": 2}',
-           "ASKGATE_ESCALATE": json.dumps([step])}
+    env = {
+        "ASKGATE_TARGETS": '[{"channel": "web"}]',
+        "ASKGATE_REMIND": '{"every_s": 300, "max": 2}',
+        "ASKGATE_ESCALATE": json.dumps([step]),
+    }
     async with mcp_client(api_server, tenant, **env) as client:
         async with anyio.create_task_group() as tg:
             tg.start_soon(client.call_tool, "ask_user", SEED_INPUT)

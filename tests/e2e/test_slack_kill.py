@@ -34,14 +34,24 @@ async def fake() -> AsyncIterator[FakeSlack]:
 
 async def start_worker(redis_url: str, api: str) -> asyncio.subprocess.Process:
     env = {
-        **os.environ, "REDIS_URL": redis_url, "ASKGATE_SECRET_KEY": SECRET,
-        "ASKGATE_SLACK_API_BASE": api, "ASKGATE_SLACK_PORT": "0",
-        "ASKGATE_CONSUMER_BLOCK_MS": "100", "ASKGATE_CONSUMER_CLAIM_IDLE_MS": "300",
-        "ASKGATE_CONSUMER_CLAIM_EVERY_S": "0.2", "ASKGATE_DELIVERY_LEASE_MS": "300",
+        **os.environ,
+        "REDIS_URL": redis_url,
+        "ASKGATE_SECRET_KEY": SECRET,
+        "ASKGATE_SLACK_API_BASE": api,
+        "ASKGATE_SLACK_PORT": "0",
+        "ASKGATE_CONSUMER_BLOCK_MS": "100",
+        "ASKGATE_CONSUMER_CLAIM_IDLE_MS": "300",
+        "ASKGATE_CONSUMER_CLAIM_EVERY_S": "0.2",
+        "ASKGATE_DELIVERY_LEASE_MS": "300",
     }
     return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "askgate_slack", env=env,
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+        sys.executable,
+        "-m",
+        "askgate_slack",
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
 
 
 async def stop_worker(proc: asyncio.subprocess.Process) -> None:
@@ -67,8 +77,7 @@ async def test_worker_killed_mid_post_leaves_exactly_one_prompt(
 
     first = await start_worker(redis_server.url, fake.api)
     try:
-        await eventually(lambda: fake.sent(), "the first worker's chat.postMessage",
-                         PROCESS_WAIT_S)
+        await eventually(lambda: fake.sent(), "the first worker's chat.postMessage", PROCESS_WAIT_S)
         first.kill()
         await first.wait()
     finally:
@@ -77,6 +86,7 @@ async def test_worker_killed_mid_post_leaves_exactly_one_prompt(
 
     second = await start_worker(redis_server.url, fake.api)
     try:
+
         async def settled() -> bool:
             return await redis.hget(keys.question(rec.id), "ds:0") == b"delivered"
 

@@ -28,7 +28,8 @@ def sweeper(
     proc = subprocess.Popen(
         [sys.executable, "-m", "askgate_sweeper"],
         env=_env(redis_server.url, ASKGATE_SWEEP_INTERVAL_MS="50"),
-        stdin=subprocess.DEVNULL, start_new_session=True,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
     )
     yield proc
     if proc.poll() is None:
@@ -38,15 +39,22 @@ def sweeper(
 
 def cli(redis_url: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "askgate.cli", *args], env=_env(redis_url),
-        capture_output=True, text=True, timeout=60, check=False,
+        [sys.executable, "-m", "askgate.cli", *args],
+        env=_env(redis_url),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
 
 def check(redis_url: str) -> int:
     return subprocess.run(
-        [sys.executable, "-m", "askgate_sweeper", "--check"], env=_env(redis_url),
-        capture_output=True, timeout=60, check=False,
+        [sys.executable, "-m", "askgate_sweeper", "--check"],
+        env=_env(redis_url),
+        capture_output=True,
+        timeout=60,
+        check=False,
     ).returncode
 
 
@@ -63,8 +71,10 @@ def test_stack_answers_and_expires(
         q = c.post("/v1/questions", json=ask_body(session="e2e-1")).json()
         assert c.post(f"/v1/questions/{q['id']}/reply", json={"text": "2"}).status_code == 200
         done = c.get(f"/v1/questions/{q['id']}/wait", params={"timeout_s": 10}).json()
-        assert done["result"] == {"status": "answered",
-                                  "answers": {"answers": {"deploy_target": ["Production"]}}}
+        assert done["result"] == {
+            "status": "answered",
+            "answers": {"answers": {"deploy_target": ["Production"]}},
+        }
 
         q = c.post("/v1/questions", json=ask_body(session="e2e-2", timeoutSeconds=1)).json()
         done = c.get(f"/v1/questions/{q['id']}/wait", params={"timeout_s": 20}).json()
@@ -92,13 +102,19 @@ def test_bad_config_is_refused_with_message(redis_server: RedisProcess) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "askgate_sweeper"],
         env=_env(redis_server.url, ASKGATE_TIMEOUT_MIN_S="100", ASKGATE_TIMEOUT_DEFAULT_S="50"),
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert proc.returncode == 2
     assert "ASKGATE_TIMEOUT_MIN_S <= ASKGATE_TIMEOUT_DEFAULT_S" in proc.stderr
     proc = subprocess.run(
         [sys.executable, "-m", "askgate_api"],
         env=_env(redis_server.url, ASKGATE_SECRET_KEY="short"),
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert proc.returncode == 2 and "ASKGATE_SECRET_KEY must be set" in proc.stderr

@@ -34,15 +34,25 @@ async def fake() -> AsyncIterator[FakeBotAPI]:
 
 async def start_worker(redis_url: str, api_base: str) -> asyncio.subprocess.Process:
     env = {
-        **os.environ, "REDIS_URL": redis_url, "ASKGATE_SECRET_KEY": SECRET,
-        "ASKGATE_TELEGRAM_MODE": "polling", "ASKGATE_TELEGRAM_API_BASE": api_base,
-        "ASKGATE_TELEGRAM_POLLING_TIMEOUT_S": "1", "ASKGATE_CONSUMER_BLOCK_MS": "100",
-        "ASKGATE_CONSUMER_CLAIM_IDLE_MS": "300", "ASKGATE_CONSUMER_CLAIM_EVERY_S": "0.2",
+        **os.environ,
+        "REDIS_URL": redis_url,
+        "ASKGATE_SECRET_KEY": SECRET,
+        "ASKGATE_TELEGRAM_MODE": "polling",
+        "ASKGATE_TELEGRAM_API_BASE": api_base,
+        "ASKGATE_TELEGRAM_POLLING_TIMEOUT_S": "1",
+        "ASKGATE_CONSUMER_BLOCK_MS": "100",
+        "ASKGATE_CONSUMER_CLAIM_IDLE_MS": "300",
+        "ASKGATE_CONSUMER_CLAIM_EVERY_S": "0.2",
         "ASKGATE_DELIVERY_LEASE_MS": "300",
     }
     return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "askgate_telegram", env=env,
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+        sys.executable,
+        "-m",
+        "askgate_telegram",
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
 
 
 async def stop_worker(proc: asyncio.subprocess.Process) -> None:
@@ -59,8 +69,9 @@ async def test_worker_killed_mid_render_posts_exactly_one_prompt(
     redis: Redis, redis_server: RedisProcess, tenant: Tenant, fake: FakeBotAPI
 ) -> None:
     """A worker killed while sendMessage is in flight, then restarted: one prompt, ever."""
-    await set_channel_config(redis, tenant.id, "telegram",
-                             {"bot_token": TOKEN, "webhook_secret": WEBHOOK_SECRET})
+    await set_channel_config(
+        redis, tenant.id, "telegram", {"bot_token": TOKEN, "webhook_secret": WEBHOOK_SECRET}
+    )
     store = Store(redis, make_settings(redis_server.url))
     body = ask_body(targets=[{"channel": "telegram", "chat_id": str(PRIVATE)}])
     rec, _ = await store.create(tenant.id, QuestionCreate.model_validate(body))
@@ -76,11 +87,13 @@ async def test_worker_killed_mid_render_posts_exactly_one_prompt(
 
     second = await start_worker(redis_server.url, fake.base)
     try:
+
         async def settled() -> bool:
             return await redis.hget(keys.question(rec.id), "ds:0") == b"delivered"
 
-        await eventually(settled, "the restarted worker to settle the in-doubt prompt",
-                         PROCESS_WAIT_S)
+        await eventually(
+            settled, "the restarted worker to settle the in-doubt prompt", PROCESS_WAIT_S
+        )
         doc = orjson.loads(await redis.hget(keys.deliveries(rec.id), "d:0") or b"{}")
         assert doc["ref"]["unconfirmed"] is True
         assert len(fake.sent()) == 1

@@ -43,8 +43,10 @@ def settings(redis_server: RedisProcess) -> Settings:
 
 @pytest.fixture
 def webhooks(redis_server: RedisProcess) -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen([sys.executable, "-m", "askgate_webhooks"],
-                            env={**os.environ, "REDIS_URL": redis_server.url, **ENV})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "askgate_webhooks"],
+        env={**os.environ, "REDIS_URL": redis_server.url, **ENV},
+    )
     yield proc
     proc.send_signal(signal.SIGTERM)
     try:
@@ -85,8 +87,11 @@ async def test_killed_workers_mid_post_end_delivered_once(
         await eventually(lambda: _ready(webhooks.pid), "two RQ workers")
         qids = []
         for session in ("k1", "k2"):
-            r = await app_client.post("/v1/questions", headers=tenant.headers,
-                                      json=ask_body(session=session, callback_url=receiver.url))
+            r = await app_client.post(
+                "/v1/questions",
+                headers=tenant.headers,
+                json=ask_body(session=session, callback_url=receiver.url),
+            )
             qids.append(r.json()["id"])
             await app_client.post(f"/v1/questions/{qids[-1]}/skip", headers=tenant.headers)
         await receiver.wait_for(2)  # both attempts 1 are held mid-POST
@@ -106,9 +111,14 @@ async def test_killed_workers_mid_post_end_delivered_once(
             h = await _hook(app_client, tenant, qid)
             assert h is not None and h["status"] == "delivered"
             assert [a.get("error") or a.get("status_code") for a in h["attempts"]] == [
-                "interrupted", 200]
-            sent = [r.headers["x-askgate-attempt"] for r in receiver.received
-                    if r.json()["question_id"] == qid]
+                "interrupted",
+                200,
+            ]
+            sent = [
+                r.headers["x-askgate-attempt"]
+                for r in receiver.received
+                if r.json()["question_id"] == qid
+            ]
             assert sent == ["1", "2"]
 
 

@@ -39,20 +39,21 @@ async def text_worker(redis_server: RedisProcess, redis: Redis) -> AsyncIterator
 
     async def start(**overrides: Any) -> None:
         values: dict[str, Any] = {
-            "redis_url": redis_server.url, "secret_key": SECRET, "timeout_min_s": 1,
+            "redis_url": redis_server.url,
+            "secret_key": SECRET,
+            "timeout_min_s": 1,
             "outbound_allow": LOCAL,
-            "delivery_backoff_s": 0.01, "consumer_block_ms": 50, **overrides,
+            "delivery_backoff_s": 0.01,
+            "consumer_block_ms": 50,
+            **overrides,
         }
         tasks.append(asyncio.create_task(serve(TextSettings(**values), stop)))
         # Asks to the text channel are refused until a worker is live.
-        await eventually(lambda: redis.exists(keys.channel_live("text")), "the text worker",
-                         30)
+        await eventually(lambda: redis.exists(keys.channel_live("text")), "the text worker", 30)
 
     yield start
     stop.set()
     await asyncio.wait_for(asyncio.gather(*tasks), 15)
-
-
 
 
 @pytest.fixture

@@ -34,8 +34,12 @@ class Receiver:
     """`gate`: while it is not set, every request is recorded and then held unanswered (a
     slow receiver); setting it answers them."""
 
-    def __init__(self, script: list[Reply] | None = None, default: Reply | None = None,
-                 gate: threading.Event | None = None) -> None:
+    def __init__(
+        self,
+        script: list[Reply] | None = None,
+        default: Reply | None = None,
+        gate: threading.Event | None = None,
+    ) -> None:
         self.script = list(script or [])
         self.default = default or Reply()
         self.gate = gate

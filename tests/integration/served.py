@@ -19,8 +19,15 @@ from askgate.redis_server import free_port
 class Served:
     def __init__(self, app: Any) -> None:
         self.port = free_port()
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                lifespan="on", loop="asyncio", access_log=False)
+        config = uvicorn.Config(
+            app,
+            host="127.0.0.1",
+            port=self.port,
+            log_level="warning",
+            lifespan="on",
+            loop="asyncio",
+            access_log=False,
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, name="served-app", daemon=True)
 

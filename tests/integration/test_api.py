@@ -12,12 +12,25 @@ from askgate.settings import Settings
 from tests.conftest import Tenant, ask_body, make_settings
 
 THREE = [
-    {"id": "env", "header": "Env", "question": "Which environment?",
-     "options": [{"label": "Staging (Recommended)"}, {"label": "Production"}]},
-    {"id": "features", "header": "Features", "question": "Which features?", "multiSelect": True,
-     "options": [{"label": "Auth"}, {"label": "Billing"}, {"label": "Search"}]},
-    {"id": "db", "header": "DB", "question": "Which database?",
-     "options": [{"label": "Postgres"}, {"label": "MySQL"}]},
+    {
+        "id": "env",
+        "header": "Env",
+        "question": "Which environment?",
+        "options": [{"label": "Staging (Recommended)"}, {"label": "Production"}],
+    },
+    {
+        "id": "features",
+        "header": "Features",
+        "question": "Which features?",
+        "multiSelect": True,
+        "options": [{"label": "Auth"}, {"label": "Billing"}, {"label": "Search"}],
+    },
+    {
+        "id": "db",
+        "header": "DB",
+        "question": "Which database?",
+        "options": [{"label": "Postgres"}, {"label": "MySQL"}],
+    },
 ]
 
 
@@ -32,15 +45,23 @@ async def test_ask_returns_resource(app_client: httpx.AsyncClient, tenant: Tenan
     q = r.json()
     assert q["status"] == "pending" and q["reason"] is None and q["result"] is None
     assert q["questions"][0]["options"][0] == {
-        "label": "Staging (Recommended)", "description": "Safe, reversible"
+        "label": "Staging (Recommended)",
+        "description": "Safe, reversible",
     }
     assert q["created_at"].endswith("Z") and q["expires_at"] > q["created_at"]
     assert q["timeout_s"] == 900
     assert q["result_key"] == q["result_channel"] and q["result_key"].endswith(q["id"])
     assert "/s/" in q["web_url"] and "sig=" in q["web_url"]
     assert q["deliveries"] == [
-        {"target": {"channel": "web"}, "status": "delivered", "error": None, "ref": None,
-         "at": None, "step": 0, "reminders": 0}
+        {
+            "target": {"channel": "web"},
+            "status": "delivered",
+            "error": None,
+            "ref": None,
+            "at": None,
+            "step": 0,
+            "reminders": 0,
+        }
     ]
     assert q["remind"] is None and q["escalation"] == []
 
@@ -117,13 +138,15 @@ async def test_non_primary_is_403(app_client: httpx.AsyncClient, tenant: Tenant)
     r = await ask(app_client, tenant, session="sub", primary=False)
     assert r.status_code == 403
     assert r.json()["error"]["code"] == "not_primary"
-    listed = await app_client.get("/v1/questions", params={"session": "sub"},
-                                  headers=tenant.headers)
+    listed = await app_client.get(
+        "/v1/questions", params={"session": "sub"}, headers=tenant.headers
+    )
     assert listed.json()["questions"] == []
 
 
-async def test_tool_call_id_replay_returns_same(app_client: httpx.AsyncClient,
-                                                tenant: Tenant) -> None:
+async def test_tool_call_id_replay_returns_same(
+    app_client: httpx.AsyncClient, tenant: Tenant
+) -> None:
     """A retried ask with the same tool_call_id returns the same question with 200."""
     a = await ask(app_client, tenant, session="idem", tool_call_id="call_1")
     b = await ask(app_client, tenant, session="idem", tool_call_id="call_1")
@@ -131,44 +154,49 @@ async def test_tool_call_id_replay_returns_same(app_client: httpx.AsyncClient,
     assert a.json()["id"] == b.json()["id"]
 
 
-async def test_concurrent_retries_create_one(app_client: httpx.AsyncClient, tenant: Tenant,
-                                             redis: Any) -> None:
+async def test_concurrent_retries_create_one(
+    app_client: httpx.AsyncClient, tenant: Tenant, redis: Any
+) -> None:
     """Twenty concurrent retries of one ask create exactly one question and one event."""
-    rs = await asyncio.gather(*[
-        ask(app_client, tenant, session="idem-c", tool_call_id="call_x") for _ in range(20)
-    ])
+    rs = await asyncio.gather(
+        *[ask(app_client, tenant, session="idem-c", tool_call_id="call_x") for _ in range(20)]
+    )
     assert sorted(r.status_code for r in rs) == [200] * 19 + [201]
     assert len({r.json()["id"] for r in rs}) == 1
     qid = rs[0].json()["id"]
     from askgate import keys
 
     entries = await redis.xrange(keys.events(keys.shard_of(qid), "web"))
-    assert [e[1][b"type"] for e in entries if e[1][b"id"] == qid.encode()] == [
-        b"question.created"
-    ]
+    assert [e[1][b"type"] for e in entries if e[1][b"id"] == qid.encode()] == [b"question.created"]
 
 
-async def test_replay_after_answer_returns_final(app_client: httpx.AsyncClient,
-                                                 tenant: Tenant) -> None:
+async def test_replay_after_answer_returns_final(
+    app_client: httpx.AsyncClient, tenant: Tenant
+) -> None:
     """A retried ask after the answer returns the answered question, not a new one."""
     a = (await ask(app_client, tenant, session="idem-f", tool_call_id="c9")).json()
-    await app_client.post(f"/v1/questions/{a['id']}/reply", json={"text": "2"},
-                          headers=tenant.headers)
+    await app_client.post(
+        f"/v1/questions/{a['id']}/reply", json={"text": "2"}, headers=tenant.headers
+    )
     b = await ask(app_client, tenant, session="idem-f", tool_call_id="c9")
     assert b.status_code == 200
     assert b.json()["status"] == "answered" and b.json()["id"] == a["id"]
 
 
-async def test_other_tenant_gets_404(app_client: httpx.AsyncClient, tenant: Tenant,
-                                     other_tenant: Tenant) -> None:
+async def test_other_tenant_gets_404(
+    app_client: httpx.AsyncClient, tenant: Tenant, other_tenant: Tenant
+) -> None:
     """Another tenant's question is a 404 on read, wait, answer and cancel; nothing changes."""
     q = (await ask(app_client, tenant, session="private")).json()
     h = other_tenant.headers
     for r in [
         await app_client.get(f"/v1/questions/{q['id']}", headers=h),
         await app_client.get(f"/v1/questions/{q['id']}/wait?timeout_s=0", headers=h),
-        await app_client.post(f"/v1/questions/{q['id']}/answer",
-                              json={"answers": {"deploy_target": ["Production"]}}, headers=h),
+        await app_client.post(
+            f"/v1/questions/{q['id']}/answer",
+            json={"answers": {"deploy_target": ["Production"]}},
+            headers=h,
+        ),
         await app_client.post(f"/v1/questions/{q['id']}/cancel", headers=h),
     ]:
         assert r.status_code == 404
@@ -177,8 +205,9 @@ async def test_other_tenant_gets_404(app_client: httpx.AsyncClient, tenant: Tena
     assert mine.json()["status"] == "pending"
 
 
-async def test_same_session_name_is_per_tenant(app_client: httpx.AsyncClient, tenant: Tenant,
-                                               other_tenant: Tenant) -> None:
+async def test_same_session_name_is_per_tenant(
+    app_client: httpx.AsyncClient, tenant: Tenant, other_tenant: Tenant
+) -> None:
     """Two tenants may each have a pending question in a session of the same name."""
     assert (await ask(app_client, tenant, session="shared-name")).status_code == 201
     assert (await ask(app_client, other_tenant, session="shared-name")).status_code == 201
@@ -191,15 +220,22 @@ async def test_unknown_question_is_404(app_client: httpx.AsyncClient, tenant: Te
         assert r.status_code == 404
 
 
-async def test_incomplete_answer_names_missing(app_client: httpx.AsyncClient,
-                                               tenant: Tenant) -> None:
+async def test_incomplete_answer_names_missing(
+    app_client: httpx.AsyncClient, tenant: Tenant
+) -> None:
     """An answer that leaves a question out is refused naming it; the ask stays pending."""
-    q = (await app_client.post("/v1/questions", json={**ask_body(session="inc"),
-                                                      "questions": THREE},
-                               headers=tenant.headers)).json()
-    r = await app_client.post(f"/v1/questions/{q['id']}/answer",
-                              json={"answers": {"env": "production", "features": ["Auth"]}},
-                              headers=tenant.headers)
+    q = (
+        await app_client.post(
+            "/v1/questions",
+            json={**ask_body(session="inc"), "questions": THREE},
+            headers=tenant.headers,
+        )
+    ).json()
+    r = await app_client.post(
+        f"/v1/questions/{q['id']}/answer",
+        json={"answers": {"env": "production", "features": ["Auth"]}},
+        headers=tenant.headers,
+    )
     assert r.status_code == 422
     err = r.json()["error"]
     assert err["code"] == "incomplete_answer" and err["missing"] == ["db"]
@@ -210,40 +246,66 @@ async def test_incomplete_answer_names_missing(app_client: httpx.AsyncClient,
 
 async def test_answer_canonicalises(app_client: httpx.AsyncClient, tenant: Tenant) -> None:
     """Answers map to declared labels (any case), free text is trimmed, order is declared."""
-    q = (await app_client.post("/v1/questions", json={**ask_body(session="canon"),
-                                                      "questions": THREE},
-                               headers=tenant.headers)).json()
+    q = (
+        await app_client.post(
+            "/v1/questions",
+            json={**ask_body(session="canon"), "questions": THREE},
+            headers=tenant.headers,
+        )
+    ).json()
     r = await app_client.post(
         f"/v1/questions/{q['id']}/answer",
-        json={"answers": {"db": ["  my own db  "], "features": ["search", "AUTH", "search"],
-                          "env": "staging"},
-              "responder": {"channel": "api", "user_id": 7}},
+        json={
+            "answers": {
+                "db": ["  my own db  "],
+                "features": ["search", "AUTH", "search"],
+                "env": "staging",
+            },
+            "responder": {"channel": "api", "user_id": 7},
+        },
         headers=tenant.headers,
     )
     assert r.status_code == 200
-    assert r.json()["result"] == {"status": "answered", "answers": {"answers": {
-        "env": ["Staging (Recommended)"], "features": ["Search", "Auth"], "db": ["my own db"]}}}
+    assert r.json()["result"] == {
+        "status": "answered",
+        "answers": {
+            "answers": {
+                "env": ["Staging (Recommended)"],
+                "features": ["Search", "Auth"],
+                "db": ["my own db"],
+            }
+        },
+    }
     assert r.json()["responder"] == {"channel": "api", "user_id": "7", "name": None}
 
 
 async def test_reply_partial_then_complete(app_client: httpx.AsyncClient, tenant: Tenant) -> None:
     """A partial plain-text reply gets the correction; a full one answers."""
-    q = (await app_client.post("/v1/questions", json={**ask_body(session="rep"),
-                                                      "questions": THREE},
-                               headers=tenant.headers)).json()
+    q = (
+        await app_client.post(
+            "/v1/questions",
+            json={**ask_body(session="rep"), "questions": THREE},
+            headers=tenant.headers,
+        )
+    ).json()
     url = f"/v1/questions/{q['id']}/reply"
     r = await app_client.post(url, json={"text": "2\n1,3"}, headers=tenant.headers)
     assert r.status_code == 422
     assert r.json()["error"]["message"] == "Please also answer: DB: Which database?"
-    r = await app_client.post(url, json={"text": "db: mysql\nenv: 2\nfeatures: 1, 3"},
-                              headers=tenant.headers)
+    r = await app_client.post(
+        url, json={"text": "db: mysql\nenv: 2\nfeatures: 1, 3"}, headers=tenant.headers
+    )
     assert r.json()["result"]["answers"]["answers"] == {
-        "env": ["Production"], "features": ["Auth", "Search"], "db": ["MySQL"]}
+        "env": ["Production"],
+        "features": ["Auth", "Search"],
+        "db": ["MySQL"],
+    }
 
 
 @pytest.mark.parametrize(("path", "reason"), [("skip", "skipped"), ("cancel", "cancelled")])
-async def test_skip_and_cancel(app_client: httpx.AsyncClient, tenant: Tenant, path: str,
-                               reason: str) -> None:
+async def test_skip_and_cancel(
+    app_client: httpx.AsyncClient, tenant: Tenant, path: str, reason: str
+) -> None:
     """Skip and cancel end the question as no_answer with their reason."""
     q = (await ask(app_client, tenant, session=f"end-{path}")).json()
     r = await app_client.post(f"/v1/questions/{q['id']}/{path}", headers=tenant.headers)
@@ -255,40 +317,46 @@ async def test_skip_and_cancel(app_client: httpx.AsyncClient, tenant: Tenant, pa
 async def test_reply_skip_word_in_locale(app_client: httpx.AsyncClient, tenant: Tenant) -> None:
     """The Turkish skip word skips a Turkish ask."""
     q = (await ask(app_client, tenant, session="tr", locale="tr")).json()
-    r = await app_client.post(f"/v1/questions/{q['id']}/reply", json={"text": "Atla"},
-                              headers=tenant.headers)
+    r = await app_client.post(
+        f"/v1/questions/{q['id']}/reply", json={"text": "Atla"}, headers=tenant.headers
+    )
     assert r.json()["reason"] == "skipped"
 
 
-async def test_late_answer_told_already_answered(app_client: httpx.AsyncClient,
-                                                 tenant: Tenant) -> None:
+async def test_late_answer_told_already_answered(
+    app_client: httpx.AsyncClient, tenant: Tenant
+) -> None:
     """The loser of two answers gets 409 'This question was already answered.'."""
     q = (await ask(app_client, tenant, session="late")).json()
     url = f"/v1/questions/{q['id']}/answer"
     body = {"answers": {"deploy_target": ["Production"]}}
     assert (await app_client.post(url, json=body, headers=tenant.headers)).status_code == 200
-    r = await app_client.post(url, json={"answers": {"deploy_target": ["Staging"]}},
-                              headers=tenant.headers)
+    r = await app_client.post(
+        url, json={"answers": {"deploy_target": ["Staging"]}}, headers=tenant.headers
+    )
     assert r.status_code == 409
     assert r.json()["error"]["message"] == "This question was already answered."
     final = await app_client.get(f"/v1/questions/{q['id']}", headers=tenant.headers)
     assert final.json()["result"]["answers"]["answers"] == {"deploy_target": ["Production"]}
 
 
-async def test_late_answer_after_cancel_in_locale(app_client: httpx.AsyncClient,
-                                                  tenant: Tenant) -> None:
+async def test_late_answer_after_cancel_in_locale(
+    app_client: httpx.AsyncClient, tenant: Tenant
+) -> None:
     """An answer after a skip is refused with the ended message, the reason kept."""
     q = (await ask(app_client, tenant, session="late-hi", locale="hi")).json()
     await app_client.post(f"/v1/questions/{q['id']}/skip", headers=tenant.headers)
-    r = await app_client.post(f"/v1/questions/{q['id']}/reply", json={"text": "1"},
-                              headers=tenant.headers)
+    r = await app_client.post(
+        f"/v1/questions/{q['id']}/reply", json={"text": "1"}, headers=tenant.headers
+    )
     assert r.status_code == 409
     assert r.json()["error"]["reason"] == "skipped"
     assert r.json()["error"]["message"].startswith("यह प्रश्न समाप्त हो गया है")
 
 
-async def test_run_abort_ends_run_in_every_shard(app_client: httpx.AsyncClient,
-                                                 tenant: Tenant) -> None:
+async def test_run_abort_ends_run_in_every_shard(
+    app_client: httpx.AsyncClient, tenant: Tenant
+) -> None:
     """Aborting a run ends its pending questions across sessions and shards, only those."""
     from askgate import keys
 
@@ -326,13 +394,17 @@ async def test_list_by_session_and_status(app_client: httpx.AsyncClient, tenant:
     h = tenant.headers
     all_ = (await app_client.get("/v1/questions", params={"session": "lst"}, headers=h)).json()
     assert [q["id"] for q in all_["questions"]] == [b["id"], a["id"]]
-    pend = (await app_client.get("/v1/questions", params={"session": "lst", "status": "pending"},
-                                 headers=h)).json()
+    pend = (
+        await app_client.get(
+            "/v1/questions", params={"session": "lst", "status": "pending"}, headers=h
+        )
+    ).json()
     assert [q["id"] for q in pend["questions"]] == [b["id"]]
 
 
-async def test_wait_returns_at_once_when_final(app_client: httpx.AsyncClient,
-                                               tenant: Tenant) -> None:
+async def test_wait_returns_at_once_when_final(
+    app_client: httpx.AsyncClient, tenant: Tenant
+) -> None:
     """wait on a final question returns it immediately with its result."""
     q = (await ask(app_client, tenant, session="w1")).json()
     await app_client.post(f"/v1/questions/{q['id']}/skip", headers=tenant.headers)
@@ -350,20 +422,25 @@ async def test_wait_times_out_pending(app_client: httpx.AsyncClient, tenant: Ten
 async def test_wait_wakes_on_answer(app_client: httpx.AsyncClient, tenant: Tenant) -> None:
     """A waiter blocked on wait gets the answer as soon as it is given."""
     q = (await ask(app_client, tenant, session="w3")).json()
-    waiter = asyncio.create_task(app_client.get(f"/v1/questions/{q['id']}/wait?timeout_s=30",
-                                                headers=tenant.headers))
+    waiter = asyncio.create_task(
+        app_client.get(f"/v1/questions/{q['id']}/wait?timeout_s=30", headers=tenant.headers)
+    )
     hub = app_client.app.state.hub  # type: ignore[attr-defined]
     while hub.count == 0:
         await asyncio.sleep(0.01)
-    await app_client.post(f"/v1/questions/{q['id']}/reply", json={"text": "production"},
-                          headers=tenant.headers)
+    await app_client.post(
+        f"/v1/questions/{q['id']}/reply", json={"text": "production"}, headers=tenant.headers
+    )
     r = await asyncio.wait_for(waiter, 10)
-    assert r.json()["result"] == {"status": "answered",
-                                  "answers": {"answers": {"deploy_target": ["Production"]}}}
+    assert r.json()["result"] == {
+        "status": "answered",
+        "answers": {"answers": {"deploy_target": ["Production"]}},
+    }
 
 
-async def test_session_message_answers_pending(app_client: httpx.AsyncClient,
-                                               tenant: Tenant) -> None:
+async def test_session_message_answers_pending(
+    app_client: httpx.AsyncClient, tenant: Tenant
+) -> None:
     """A session message answers its pending question; with none it is not consumed."""
     h = tenant.headers
     r = await app_client.post("/v1/sessions/msg/messages", json={"text": "1"}, headers=h)
@@ -373,7 +450,8 @@ async def test_session_message_answers_pending(app_client: httpx.AsyncClient,
     assert r.json()["consumed"] is True
     assert r.json()["question"]["id"] == q["id"]
     assert r.json()["question"]["result"]["answers"]["answers"] == {
-        "deploy_target": ["Staging (Recommended)"]}
+        "deploy_target": ["Staging (Recommended)"]
+    }
 
 
 async def test_rate_limit_is_429_with_retry_after(redis: Any, redis_server: Any) -> None:
@@ -384,12 +462,16 @@ async def test_rate_limit_is_429_with_retry_after(redis: Any, redis_server: Any)
     _t, key = await create_tenant(redis, "rl", asks_per_s=3)
     app = create_app(make_settings(redis_server.url))
     async with app.router.lifespan_context(app):
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                     base_url="http://a") as c:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://a"
+        ) as c:
             codes = []
             for i in range(5):
-                r = await c.post("/v1/questions", json=ask_body(session=f"rl{i}"),
-                                 headers={"Authorization": f"Bearer {key}"})
+                r = await c.post(
+                    "/v1/questions",
+                    json=ask_body(session=f"rl{i}"),
+                    headers={"Authorization": f"Bearer {key}"},
+                )
                 codes.append(r.status_code)
     assert codes[:3] == [201, 201, 201] and 429 in codes[3:]
     assert int(r.headers["Retry-After"]) >= 1
@@ -405,8 +487,9 @@ async def test_pending_quota_is_429_until_one_ends(redis: Any, settings: Setting
     h = {"Authorization": f"Bearer {key}"}
     app = create_app(settings)
     async with app.router.lifespan_context(app):
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                     base_url="http://a") as c:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://a"
+        ) as c:
             a = (await c.post("/v1/questions", json=ask_body(session="p1"), headers=h)).json()
             await c.post("/v1/questions", json=ask_body(session="p2"), headers=h)
             r = await c.post("/v1/questions", json=ask_body(session="p3"), headers=h)
@@ -430,8 +513,7 @@ async def test_wait_errors_are_json(app_client: httpx.AsyncClient, tenant: Tenan
     q = (await ask(app_client, tenant, session="w-err")).json()
     r = await app_client.get(f"/v1/questions/{q['id']}/wait")
     assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized"
-    r = await app_client.get(f"/v1/questions/{q['id']}/wait?timeout_s=soon",
-                             headers=tenant.headers)
+    r = await app_client.get(f"/v1/questions/{q['id']}/wait?timeout_s=soon", headers=tenant.headers)
     assert r.status_code == 422
     assert r.json()["error"]["message"].startswith("timeout_s must be a number of seconds")
     r = await app_client.get("/v1/questions/q00nothere/wait?timeout_s=1", headers=tenant.headers)

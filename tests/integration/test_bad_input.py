@@ -16,8 +16,13 @@ from askgate.models import FREE_TEXT_MAX, RESPONDER_FIELD_MAX
 from tests.conftest import Tenant, ask_body
 
 LIMIT = 128 * 1024  # Settings.body_max_bytes' default
-MULTI = {"id": "areas", "header": "Areas", "question": "Which areas need tests?",
-         "multiSelect": True, "options": [{"label": "Auth"}, {"label": "Billing"}]}
+MULTI = {
+    "id": "areas",
+    "header": "Areas",
+    "question": "Which areas need tests?",
+    "multiSelect": True,
+    "options": [{"label": "Auth"}, {"label": "Billing"}],
+}
 
 
 def error_of(r: httpx.Response, status: int) -> dict[str, Any]:
@@ -35,17 +40,26 @@ async def pending(client: httpx.AsyncClient, tenant: Tenant, **extra: Any) -> st
     return str(r.json()["id"])
 
 
-async def post_raw(client: httpx.AsyncClient, path: str, body: bytes,
-                   headers: dict[str, str]) -> httpx.Response:
-    return await client.post(path, content=body,
-                             headers={**headers, "content-type": "application/json"})
+async def post_raw(
+    client: httpx.AsyncClient, path: str, body: bytes, headers: dict[str, str]
+) -> httpx.Response:
+    return await client.post(
+        path, content=body, headers={**headers, "content-type": "application/json"}
+    )
 
 
 # -- sizes -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", ["/v1/questions", "/v1/questions/q00aaaaaaaaaaaaaaaa/reply",
-                                  "/v1/sessions/s1/messages", "/v1/nowhere"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/questions",
+        "/v1/questions/q00aaaaaaaaaaaaaaaa/reply",
+        "/v1/sessions/s1/messages",
+        "/v1/nowhere",
+    ],
+)
 async def test_body_over_the_limit_is_413(
     app_client: httpx.AsyncClient, tenant: Tenant, path: str
 ) -> None:
@@ -59,14 +73,18 @@ async def test_chunked_body_over_the_limit_is_413(
     app_client: httpx.AsyncClient, tenant: Tenant
 ) -> None:
     """A body without Content-Length is counted as it arrives and refused past the limit."""
+
     async def chunks() -> AsyncIterator[bytes]:
         yield b'{"text": "'
         for _ in range(LIMIT // 1024 + 1):
             yield b"x" * 1024
         yield b'"}'
 
-    r = await app_client.post("/v1/sessions/s1/messages", content=chunks(),
-                              headers={**tenant.headers, "content-type": "application/json"})
+    r = await app_client.post(
+        "/v1/sessions/s1/messages",
+        content=chunks(),
+        headers={**tenant.headers, "content-type": "application/json"},
+    )
     assert error_of(r, 413)["code"] == "body_too_large"
 
 
@@ -80,8 +98,11 @@ async def test_chunked_body_under_the_limit_is_read(
         yield b'{"text": '
         yield b'"2"}'
 
-    r = await app_client.post(f"/v1/questions/{qid}/reply", content=chunks(),
-                              headers={**tenant.headers, "content-type": "application/json"})
+    r = await app_client.post(
+        f"/v1/questions/{qid}/reply",
+        content=chunks(),
+        headers={**tenant.headers, "content-type": "application/json"},
+    )
     assert r.status_code == 200 and r.json()["status"] == "answered"
 
 
@@ -92,8 +113,7 @@ async def test_text_over_the_free_text_limit_is_422(
     """/reply and session messages share the one free-text limit; nothing is stored."""
     qid = await pending(app_client, tenant, session="big")
     url = f"/v1/questions/{qid}/reply" if path == "reply" else "/v1/sessions/big/messages"
-    r = await app_client.post(url, json={"text": "x" * (FREE_TEXT_MAX + 1)},
-                              headers=tenant.headers)
+    r = await app_client.post(url, json={"text": "x" * (FREE_TEXT_MAX + 1)}, headers=tenant.headers)
     err = error_of(r, 422)
     assert err["message"] == f"text must be at most {FREE_TEXT_MAX} characters; shorten it"
     q = await app_client.get(f"/v1/questions/{qid}", headers=tenant.headers)
@@ -103,8 +123,9 @@ async def test_text_over_the_free_text_limit_is_422(
 async def test_text_at_the_limit_is_taken(app_client: httpx.AsyncClient, tenant: Tenant) -> None:
     """A reply of exactly the limit is an answer (free text)."""
     qid = await pending(app_client, tenant, session="edge")
-    r = await app_client.post(f"/v1/questions/{qid}/reply", json={"text": "y" * FREE_TEXT_MAX},
-                              headers=tenant.headers)
+    r = await app_client.post(
+        f"/v1/questions/{qid}/reply", json={"text": "y" * FREE_TEXT_MAX}, headers=tenant.headers
+    )
     assert r.json()["result"]["answers"]["answers"]["deploy_target"] == ["y" * FREE_TEXT_MAX]
 
 
@@ -116,11 +137,15 @@ async def test_responder_field_over_its_limit_is_422(
     qid = await pending(app_client, tenant, session=f"resp-{field}")
     r = await app_client.post(
         f"/v1/questions/{qid}/answer",
-        json={"answers": {"deploy_target": "Production"},
-              "responder": {field: "r" * (RESPONDER_FIELD_MAX + 1)}},
-        headers=tenant.headers)
+        json={
+            "answers": {"deploy_target": "Production"},
+            "responder": {field: "r" * (RESPONDER_FIELD_MAX + 1)},
+        },
+        headers=tenant.headers,
+    )
     assert error_of(r, 422)["message"] == (
-        f"responder.{field} must be at most {RESPONDER_FIELD_MAX} characters; shorten it")
+        f"responder.{field} must be at most {RESPONDER_FIELD_MAX} characters; shorten it"
+    )
 
 
 async def test_many_answer_values_get_the_bound(
@@ -128,19 +153,24 @@ async def test_many_answer_values_get_the_bound(
 ) -> None:
     """A multi-select answer with 1,000 values is a 422 that states the bound."""
     qid = await pending(app_client, tenant, session="many")
-    r = await app_client.post(f"/v1/questions/{qid}/answer",
-                              json={"answers": {"deploy_target": ["x"] * 1000}},
-                              headers=tenant.headers)
+    r = await app_client.post(
+        f"/v1/questions/{qid}/answer",
+        json={"answers": {"deploy_target": ["x"] * 1000}},
+        headers=tenant.headers,
+    )
     assert "takes one answer" in error_of(r, 422)["message"]
     body = ask_body(session="many-multi")
     body["questions"] = [MULTI]
     r = await app_client.post("/v1/questions", json=body, headers=tenant.headers)
-    r = await app_client.post(f"/v1/questions/{r.json()['id']}/answer",
-                              json={"answers": {"areas": [f"v{i}" for i in range(1000)]}},
-                              headers=tenant.headers)
+    r = await app_client.post(
+        f"/v1/questions/{r.json()['id']}/answer",
+        json={"answers": {"areas": [f"v{i}" for i in range(1000)]}},
+        headers=tenant.headers,
+    )
     assert error_of(r, 422)["message"] == (
         "answers.areas takes at most 3 values (its 2 options and one free text; got 1000); "
-        "send each option once")
+        "send each option once"
+    )
 
 
 async def test_100000_answer_values_are_refused_by_size(
@@ -163,15 +193,18 @@ def with_surrogate(kind: str) -> tuple[str, bytes]:
     return {
         "reply": ("reply", b'{"text": ' + SURROGATE + b"}"),
         "answer": ("answer", b'{"answers": {"deploy_target": [' + SURROGATE + b"]}}"),
-        "responder": ("answer", b'{"answers": {"deploy_target": ["1"]}, "responder": {"name": '
-                      + SURROGATE + b"}}"),
+        "responder": (
+            "answer",
+            b'{"answers": {"deploy_target": ["1"]}, "responder": {"name": ' + SURROGATE + b"}}",
+        ),
         "skip-responder": ("skip", b'{"responder": {"user_id": ' + SURROGATE + b"}}"),
     }[kind]
 
 
 @pytest.mark.parametrize("kind", ["reply", "answer", "responder", "skip-responder"])
-async def test_lone_surrogate_is_422(app_client: httpx.AsyncClient, tenant: Tenant,
-                                     kind: str) -> None:
+async def test_lone_surrogate_is_422(
+    app_client: httpx.AsyncClient, tenant: Tenant, kind: str
+) -> None:
     """A lone surrogate anywhere in a body is a 422 saying the JSON is invalid."""
     qid = await pending(app_client, tenant, session=f"sur-{kind}")
     suffix, body = with_surrogate(kind)
@@ -185,15 +218,19 @@ async def test_lone_surrogate_in_ask_and_message_is_422(
     app_client: httpx.AsyncClient, tenant: Tenant, path: str
 ) -> None:
     """The ask (served apart from FastAPI) and session messages refuse it the same way."""
-    body = orjson.dumps(ask_body(session="sur")).replace(b'"s', b'"\\ud800s', 1) \
-        if path == "/v1/questions" else b'{"text": ' + SURROGATE + b"}"
+    body = (
+        orjson.dumps(ask_body(session="sur")).replace(b'"s', b'"\\ud800s', 1)
+        if path == "/v1/questions"
+        else b'{"text": ' + SURROGATE + b"}"
+    )
     r = await post_raw(app_client, path, body, tenant.headers)
     assert error_of(r, 422)["message"].startswith("body is not valid JSON")
 
 
 @pytest.mark.parametrize("path", ["/v1/questions", "/v1/sessions/utf/messages"])
-async def test_invalid_utf8_is_422(app_client: httpx.AsyncClient, tenant: Tenant,
-                                   path: str) -> None:
+async def test_invalid_utf8_is_422(
+    app_client: httpx.AsyncClient, tenant: Tenant, path: str
+) -> None:
     """Bytes that are not UTF-8 are a 422 in the error shape."""
     r = await post_raw(app_client, path, b'{"text": "\xff\xfe"}', tenant.headers)
     assert error_of(r, 422)["code"] == "validation_error"
@@ -201,8 +238,9 @@ async def test_invalid_utf8_is_422(app_client: httpx.AsyncClient, tenant: Tenant
 
 @pytest.mark.parametrize("depth", [1000, 5000])
 @pytest.mark.parametrize("path", ["/v1/questions", "/v1/sessions/deep/messages"])
-async def test_deep_nesting_is_422(app_client: httpx.AsyncClient, tenant: Tenant, path: str,
-                                   depth: int) -> None:
+async def test_deep_nesting_is_422(
+    app_client: httpx.AsyncClient, tenant: Tenant, path: str, depth: int
+) -> None:
     """JSON nested thousands deep is a 422 in the error shape, never a crash."""
     body = b'{"text": ' + b"[" * depth + b"]" * depth + b"}"
     assert error_of(await post_raw(app_client, path, body, tenant.headers), 422)
@@ -241,15 +279,17 @@ def web_error(r: httpx.Response, status: int) -> str:
 
 async def signed(app_client: httpx.AsyncClient, tenant: Tenant, session: str) -> dict[str, str]:
     """The Control UI API query (tenant, session, exp, sig) of a session with a question."""
-    r = await app_client.post("/v1/questions", json=ask_body(session=session),
-                              headers=tenant.headers)
+    r = await app_client.post(
+        "/v1/questions", json=ask_body(session=session), headers=tenant.headers
+    )
     link = urlsplit(r.json()["web_url"])
     return {"tenant": tenant.id, "session": session, **dict(parse_qsl(link.query))}
 
 
 @pytest.mark.parametrize("exp", ["²", "٣", "9" * 5000, "-1", ""])
-async def test_web_odd_exp_is_403(app_client: httpx.AsyncClient, web_client: httpx.AsyncClient,
-                                  tenant: Tenant, exp: str) -> None:
+async def test_web_odd_exp_is_403(
+    app_client: httpx.AsyncClient, web_client: httpx.AsyncClient, tenant: Tenant, exp: str
+) -> None:
     """A link whose exp is not plain ASCII digits (or absurdly long) is refused, not a 500."""
     query = {**await signed(app_client, tenant, "exp"), "exp": exp}
     assert (await web_client.get("/s/x/exp", params=query)).status_code == 403
@@ -261,8 +301,12 @@ async def test_web_reply_with_lone_surrogate_is_422(
 ) -> None:
     """The composer's reply API refuses a lone surrogate in its own error shape."""
     query = await signed(app_client, tenant, "web-sur")
-    r = await web_client.post("/api/reply", params=query, content=b'{"text": ' + SURROGATE + b"}",
-                              headers={"content-type": "application/json"})
+    r = await web_client.post(
+        "/api/reply",
+        params=query,
+        content=b'{"text": ' + SURROGATE + b"}",
+        headers={"content-type": "application/json"},
+    )
     assert web_error(r, 422).startswith("body is not valid JSON")
 
 
@@ -271,8 +315,7 @@ async def test_web_reply_over_the_free_text_limit_is_422(
 ) -> None:
     """The composer's reply shares the one free-text limit."""
     query = await signed(app_client, tenant, "web-big")
-    r = await web_client.post("/api/reply", params=query,
-                              json={"text": "x" * (FREE_TEXT_MAX + 1)})
+    r = await web_client.post("/api/reply", params=query, json={"text": "x" * (FREE_TEXT_MAX + 1)})
     assert f"at most {FREE_TEXT_MAX} characters" in web_error(r, 422)
 
 
@@ -281,8 +324,12 @@ async def test_web_body_over_the_limit_is_413(
 ) -> None:
     """The Control UI refuses an oversized body with 413 in its shape."""
     query = await signed(app_client, tenant, "web-413")
-    r = await web_client.post("/api/reply", params=query, content=b"x" * (LIMIT + 1),
-                              headers={"content-type": "application/json"})
+    r = await web_client.post(
+        "/api/reply",
+        params=query,
+        content=b"x" * (LIMIT + 1),
+        headers={"content-type": "application/json"},
+    )
     assert str(LIMIT) in web_error(r, 413)
 
 

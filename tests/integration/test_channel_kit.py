@@ -71,15 +71,16 @@ class RecordingAdapter:
         dest = self.destination(rec, target)
         await self.platform.call(dest)
         self.platform.prompts.append((rec.id, dest))
-        return SentPrompt(ref={"ts": str(len(self.platform.prompts))},
-                          message=str(len(self.platform.prompts)))
+        return SentPrompt(
+            ref={"ts": str(len(self.platform.prompts))}, message=str(len(self.platform.prompts))
+        )
 
-    async def finalise(self, rec: Record, index: int, target: Target,
-                       ref: dict[str, Any]) -> None:
+    async def finalise(self, rec: Record, index: int, target: Target, ref: dict[str, Any]) -> None:
         self.platform.summaries.append((rec.id, self.destination(rec, target)))
 
-    async def send_reminder(self, rec: Record, index: int, target: Target,
-                            ref: dict[str, Any], text: str, n: int) -> SentPrompt | None:
+    async def send_reminder(
+        self, rec: Record, index: int, target: Target, ref: dict[str, Any], text: str, n: int
+    ) -> SentPrompt | None:
         dest = self.destination(rec, target)
         await self.platform.call(dest)
         self.platform.reminders.append((rec.id, n, text))
@@ -89,8 +90,7 @@ class RecordingAdapter:
 class TidyingAdapter(RecordingAdapter):
     """Also finalises the extra messages tracked for a question."""
 
-    async def finalise_message(self, rec: Record, target: Target,
-                               extra: ExtraMessage) -> None:
+    async def finalise_message(self, rec: Record, target: Target, extra: ExtraMessage) -> None:
         await self.platform.call(extra.destination)
         self.platform.tidied.append((rec.id, extra.kind, extra.message))
 
@@ -124,21 +124,28 @@ def looking(service: ChannelService) -> LookingAdapter:
 
 def settings(url: str, **overrides: Any) -> ChannelSettings:
     values: dict[str, Any] = {
-        "redis_url": url, "secret_key": SECRET, "timeout_min_s": 1, "consumer_block_ms": 50,
-        "consumer_claim_every_s": 0.1, "consumer_claim_idle_ms": 200,
-        "delivery_backoff_s": 0.01, **overrides,
+        "redis_url": url,
+        "secret_key": SECRET,
+        "timeout_min_s": 1,
+        "consumer_block_ms": 50,
+        "consumer_claim_every_s": 0.1,
+        "consumer_claim_idle_ms": 200,
+        "delivery_backoff_s": 0.01,
+        **overrides,
     }
     return ChannelSettings(**values)
 
 
 @pytest.fixture
-async def services(redis_server: RedisProcess, redis: Redis
-                   ) -> AsyncIterator[Callable[..., Any]]:
+async def services(redis_server: RedisProcess, redis: Redis) -> AsyncIterator[Callable[..., Any]]:
     started: list[ChannelService] = []
 
-    async def start(platform: Platform, policy: StalePolicy = StalePolicy.RESEND,
-                    adapter: type[RecordingAdapter] = RecordingAdapter,
-                    **overrides: Any) -> ChannelService:
+    async def start(
+        platform: Platform,
+        policy: StalePolicy = StalePolicy.RESEND,
+        adapter: type[RecordingAdapter] = RecordingAdapter,
+        **overrides: Any,
+    ) -> ChannelService:
         service = ChannelService("slack", settings(redis_server.url, **overrides))
         service.use(adapter(platform, policy))
         await service.start()
@@ -152,8 +159,12 @@ async def services(redis_server: RedisProcess, redis: Redis
 
 async def ask(store: Store, tenant: Tenant, *channels: str, session: str = "s") -> Record:
     targets = [{"channel": "slack", "channel_id": c} for c in channels]
-    rec, _ = await store.create(tenant.id, QuestionCreate.model_validate(
-        ask_body(session, targets=targets)), max_pending=10**6, asks_per_s=10**6)
+    rec, _ = await store.create(
+        tenant.id,
+        QuestionCreate.model_validate(ask_body(session, targets=targets)),
+        max_pending=10**6,
+        asks_per_s=10**6,
+    )
     return rec
 
 
@@ -186,9 +197,16 @@ async def test_a_reminder_that_fails_for_now_is_sent_once_later(
 
     platform = Platform()
     await services(platform, delivery_retries=2)
-    rec, _ = await settings_store.create(tenant.id, QuestionCreate.model_validate(ask_body(
-        "s", targets=[{"channel": "slack", "channel_id": "C1"}], remind={"every_s": 60})),
-        max_pending=10**6, asks_per_s=10**6)
+    rec, _ = await settings_store.create(
+        tenant.id,
+        QuestionCreate.model_validate(
+            ask_body(
+                "s", targets=[{"channel": "slack", "channel_id": "C1"}], remind={"every_s": 60}
+            )
+        ),
+        max_pending=10**6,
+        asks_per_s=10**6,
+    )
     await eventually(lambda: delivered(settings_store, rec.id), "delivered")
     platform.scripts["C1"] = [TransientError("HTTP 502")] * 3
     await timers_once(settings_store, rec.created_ms + 60_000)
@@ -214,8 +232,9 @@ async def test_permanent_failure_ends_an_ask_nobody_can_see(
     assert done is not None and done.delivery(0).error == "channel_not_found"
 
 
-async def test_a_429_waits_and_posts_once(services: Any, settings_store: Store,
-                                          tenant: Tenant) -> None:
+async def test_a_429_waits_and_posts_once(
+    services: Any, settings_store: Store, tenant: Tenant
+) -> None:
     """A 429 holds its destination for retry_after, then one prompt; no try is used up."""
     platform = Platform(scripts={"C1": [ThrottledError("ratelimited", 0.2)]})
     await services(platform, delivery_max_claims=1)
@@ -257,8 +276,9 @@ async def test_ended_question_finalises_each_prompt_once(
     await settings_store.answer(tenant.id, rec.id, {"deploy_target": ["Production"]})
     await eventually(lambda: len(platform.summaries) == 2, "two summaries")
     stream = keys.events(keys.shard_of(rec.id), "slack")
-    await redis.xadd(stream, {"type": "question.resolved", "id": rec.id,
-                              "status": "answered", "reason": ""})
+    await redis.xadd(
+        stream, {"type": "question.resolved", "id": rec.id, "status": "answered", "reason": ""}
+    )
     marker = await redis.xadd(stream, {"type": "question.created", "id": rec.id})
 
     async def handled() -> bool:
@@ -279,8 +299,9 @@ async def test_claim_left_by_a_dead_worker_is_resent_once(
     rec = await ask(settings_store, tenant, "C1")
     loaded = await settings_store.load(rec.id)
     assert loaded is not None
-    await settings_store.ledger.claim(loaded, 0, owner="dead-worker", lease_ms=300,
-                                      on_stale=StalePolicy.RESEND)
+    await settings_store.ledger.claim(
+        loaded, 0, owner="dead-worker", lease_ms=300, on_stale=StalePolicy.RESEND
+    )
     platform = Platform()
     await services(platform)
     await eventually(lambda: delivered(settings_store, rec.id), "delivered")
@@ -308,8 +329,9 @@ async def test_look_up_finds_the_prompt_a_dead_worker_posted(
     rec = await ask(settings_store, tenant, "C1")
     loaded = await settings_store.load(rec.id)
     assert loaded is not None
-    await settings_store.ledger.claim(loaded, 0, owner="dead-worker", lease_ms=300,
-                                      on_stale=StalePolicy.LOOK_UP)
+    await settings_store.ledger.claim(
+        loaded, 0, owner="dead-worker", lease_ms=300, on_stale=StalePolicy.LOOK_UP
+    )
     platform = Platform(prompts=[(rec.id, "C1")])
     adapter = looking(await services(platform, adapter=LookingAdapter))
     await eventually(lambda: delivered(settings_store, rec.id), "delivered")
@@ -325,8 +347,9 @@ async def test_look_up_sends_when_the_dead_worker_posted_nothing(
     rec = await ask(settings_store, tenant, "C1")
     loaded = await settings_store.load(rec.id)
     assert loaded is not None
-    await settings_store.ledger.claim(loaded, 0, owner="dead-worker", lease_ms=300,
-                                      on_stale=StalePolicy.LOOK_UP)
+    await settings_store.ledger.claim(
+        loaded, 0, owner="dead-worker", lease_ms=300, on_stale=StalePolicy.LOOK_UP
+    )
     platform = Platform()
     adapter = looking(await services(platform, adapter=LookingAdapter))
     await eventually(lambda: delivered(settings_store, rec.id), "delivered")
@@ -360,13 +383,10 @@ async def test_first_try_never_looks_up(
 def test_look_up_without_find_prompt_is_refused(settings_store: Store) -> None:
     """An adapter declaring LOOK_UP without find_prompt fails at wiring, not mid-send."""
     with pytest.raises(TypeError, match="find_prompt"):
-        ChannelWorker(RecordingAdapter(Platform(), StalePolicy.LOOK_UP), settings_store,
-                      owner="w")
+        ChannelWorker(RecordingAdapter(Platform(), StalePolicy.LOOK_UP), settings_store, owner="w")
 
 
-async def test_channel_is_live_while_a_worker_runs(
-    services: Any, redis: Redis
-) -> None:
+async def test_channel_is_live_while_a_worker_runs(services: Any, redis: Redis) -> None:
     """A started worker marks its channel live; the mark goes when it is not renewed."""
     service = await services(Platform())
     assert await redis.exists(keys.channel_live("slack"))
@@ -388,9 +408,10 @@ async def test_tracked_messages_are_finalised_once_when_the_question_ends(
     await worker.track(rec, 0, "C1", "8", "note")
     await settings_store.answer(tenant.id, rec.id, {"deploy_target": ["Production"]})
     await eventually(lambda: len(platform.tidied) == 2, "both extra messages finalised")
-    await redis.xadd(keys.events(keys.shard_of(rec.id), "slack"),
-                     {"type": "question.resolved", "id": rec.id, "status": "answered",
-                      "reason": ""})
+    await redis.xadd(
+        keys.events(keys.shard_of(rec.id), "slack"),
+        {"type": "question.resolved", "id": rec.id, "status": "answered", "reason": ""},
+    )
     await eventually(lambda: platform.summaries, "the prompt's summary")
     assert sorted(platform.tidied) == [(rec.id, "copy", "7"), (rec.id, "note", "8")]
     assert not await redis.exists(keys.prompt_extras("slack", rec.id))

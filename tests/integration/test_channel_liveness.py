@@ -20,8 +20,9 @@ async def test_ask_only_to_a_dead_channel_is_refused(
     app_client: httpx.AsyncClient, tenant: Tenant
 ) -> None:
     """Every target on a channel without a live worker: 422 naming the target and fix."""
-    r = await app_client.post("/v1/questions", json=ask_body(targets=[SLACK]),
-                              headers=tenant.headers)
+    r = await app_client.post(
+        "/v1/questions", json=ask_body(targets=[SLACK]), headers=tenant.headers
+    )
     assert r.status_code == 422
     message = r.json()["error"]["message"]
     assert message.startswith("targets[0].channel 'slack' has no live askgate-slack worker")
@@ -33,8 +34,9 @@ async def test_ask_to_a_live_channel_is_accepted(
 ) -> None:
     """With a worker beating for the channel, the same ask is accepted."""
     await redis.set(keys.channel_live("slack"), now_ms(), px=15_000)
-    r = await app_client.post("/v1/questions", json=ask_body(targets=[SLACK]),
-                              headers=tenant.headers)
+    r = await app_client.post(
+        "/v1/questions", json=ask_body(targets=[SLACK]), headers=tenant.headers
+    )
     assert r.status_code == 201
 
 
@@ -49,7 +51,9 @@ async def test_dead_channel_beside_web_fails_on_the_next_watch(
     q = (await app_client.get(f"/v1/questions/{qid}", headers=tenant.headers)).json()
     assert q["status"] == "pending"
     assert (q["deliveries"][0]["status"], q["deliveries"][0]["error"]) == (
-        "failed", "no live askgate-slack worker")
+        "failed",
+        "no live askgate-slack worker",
+    )
 
 
 async def test_worker_that_disappears_fails_its_target_within_the_grace(
@@ -58,8 +62,11 @@ async def test_worker_that_disappears_fails_its_target_within_the_grace(
     """Live at ask time, gone before showing it: after the grace the ask ends
     delivery_failed instead of waiting for its timeout."""
     await redis.set(keys.channel_live("slack"), now_ms(), px=15_000)
-    qid = (await app_client.post("/v1/questions", json=ask_body(targets=[SLACK]),
-                                 headers=tenant.headers)).json()["id"]
+    qid = (
+        await app_client.post(
+            "/v1/questions", json=ask_body(targets=[SLACK]), headers=tenant.headers
+        )
+    ).json()["id"]
     await redis.delete(keys.channel_live("slack"))  # its last beat expired
     store = Store(redis, settings)
     assert await watch_once(store) == 0  # still within the grace

@@ -13,10 +13,19 @@ from redis.asyncio import Redis
 from tests.conftest import Tenant, ask_body
 
 TWO = [
-    {"id": "region", "header": "Region", "question": "Which region?",
-     "options": [{"label": "EU"}, {"label": "US"}]},
-    {"id": "size", "header": "Size", "question": "Which size?",
-     "options": [{"label": "Small"}, {"label": "Large"}], "multiSelect": True},
+    {
+        "id": "region",
+        "header": "Region",
+        "question": "Which region?",
+        "options": [{"label": "EU"}, {"label": "US"}],
+    },
+    {
+        "id": "size",
+        "header": "Size",
+        "question": "Which size?",
+        "options": [{"label": "Small"}, {"label": "Large"}],
+        "multiSelect": True,
+    },
 ]
 
 
@@ -55,8 +64,9 @@ async def test_partial_answer_names_the_missing_question_to_the_person(
 ) -> None:
     """A chat answer that leaves a question out is told, in the ask's words, which one."""
     store = Store(redis, settings)
-    rec, _ = await store.create(tenant.id, QuestionCreate.model_validate(
-        ask_body(questions=TWO, locale="tr")))
+    rec, _ = await store.create(
+        tenant.id, QuestionCreate.model_validate(ask_body(questions=TWO, locale="tr"))
+    )
     outcome = await Answering(store).answer(rec, {"region": ["EU"]}, Responder(user_id="1"))
     assert (outcome.kind, outcome.missing) == ("incomplete", ("size",))
     assert outcome.text == "Lütfen şunu da cevaplayın: Size: Which size?"

@@ -53,7 +53,8 @@ async def sessions_on_every_node(client: RedisCluster, tenant: str) -> list[str]
 
 async def ask(store: Store, tenant: str, session: str, **extra: Any) -> str:
     rec, created = await store.create(
-        tenant, QuestionCreate.model_validate(ask_body(session=session, **extra)))
+        tenant, QuestionCreate.model_validate(ask_body(session=session, **extra))
+    )
     assert created
     return rec.id
 
@@ -112,7 +113,8 @@ async def test_tenant_is_created_and_found_on_a_cluster(cluster_redis: RedisClus
     found = await tenant_for_key(cluster_redis, api_key)
     assert found is not None and found.id == tenant.id
     assert cluster_redis.keyslot(keys.tenant(tenant.id)) == cluster_redis.keyslot(
-        keys.tenant_api_keys(tenant.id))
+        keys.tenant_api_keys(tenant.id)
+    )
 
 
 async def test_store_asks_answers_and_sweeps_on_every_node(
@@ -145,8 +147,17 @@ async def test_timers_late_answers_and_metrics_on_every_node(
     store = Store(cluster_redis, cluster_settings)
     sessions = await sessions_on_every_node(cluster_redis, cluster_tenant.id)
     tg = {"channel": "telegram", "chat_id": "1"}
-    ids = [await ask(store, cluster_tenant.id, s, targets=[tg], remind={"every_s": 60, "max": 1},
-                     escalate=[{"after_s": 90, "targets": [tg]}]) for s in sessions]
+    ids = [
+        await ask(
+            store,
+            cluster_tenant.id,
+            s,
+            targets=[tg],
+            remind={"every_s": 60, "max": 1},
+            escalate=[{"after_s": 90, "targets": [tg]}],
+        )
+        for s in sessions
+    ]
     assert await timers_once(store, now=FUTURE_MS) == 2 * len(ids)
     assert await sweep_once(store, now=FUTURE_MS) == len(ids)
     for qid in ids:
@@ -156,8 +167,11 @@ async def test_timers_late_answers_and_metrics_on_every_node(
     assert f"askgate_late_answers_total {len(ids)}" in render(await store.counters())
 
 
-@pytest.mark.xfail(strict=True, reason="issue 9 phase 2, item 2: ABORT_RUN runs as pipelined "
-                   "EVALSHA over every shard, which RedisCluster refuses")
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 9 phase 2, item 2: ABORT_RUN runs as pipelined "
+    "EVALSHA over every shard, which RedisCluster refuses",
+)
 async def test_abort_run_on_a_cluster(
     cluster_redis: RedisCluster, cluster_settings: Settings, cluster_tenant: Tenant
 ) -> None:
@@ -168,8 +182,11 @@ async def test_abort_run_on_a_cluster(
     assert sorted(await store.abort_run(cluster_tenant.id, "r1")) == sorted(ids)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 9 phase 2, item 3: one XREADGROUP over every "
-                   "shard's stream is refused across slots; needs per-shard reads")
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 9 phase 2, item 3: one XREADGROUP over every "
+    "shard's stream is refused across slots; needs per-shard reads",
+)
 async def test_stream_consumer_reads_events_on_a_cluster(
     cluster_redis: RedisCluster, cluster_settings: Settings, cluster_tenant: Tenant
 ) -> None:
@@ -218,10 +235,10 @@ async def test_api_asks_and_wakes_a_waiter_on_every_node(
         assert made.status_code == 201, made.text
         qid = made.json()["id"]
         waiter = asyncio.create_task(
-            cluster_api.get(f"/v1/questions/{qid}/wait?timeout_s=30", headers=h))
+            cluster_api.get(f"/v1/questions/{qid}/wait?timeout_s=30", headers=h)
+        )
         await asyncio.sleep(0.05)  # the waiter is parked on the hub before the answer
-        answer = await cluster_api.post(f"/v1/questions/{qid}/reply", json={"text": "2"},
-                                        headers=h)
+        answer = await cluster_api.post(f"/v1/questions/{qid}/reply", json={"text": "2"}, headers=h)
         assert answer.status_code == 200, answer.text
         done = await asyncio.wait_for(waiter, 30)
         assert done.json()["status"] == "answered"
@@ -258,8 +275,11 @@ async def test_sweeper_goes_on_past_a_node_that_is_down(own_cluster: RedisCluste
         t, _ = await create_tenant(client, "acme")
         sessions = await sessions_on_every_node(client, t.id)
         ids = [await ask(store, t.id, s, timeoutSeconds=1) for s in sessions]
-        down = next(i for i, n in enumerate(own_cluster.nodes)
-                    if n.port == node_of(client, keys.shard_of(ids[0])))
+        down = next(
+            i
+            for i, n in enumerate(own_cluster.nodes)
+            if n.port == node_of(client, keys.shard_of(ids[0]))
+        )
         own_cluster.kill(down)
         # A pass may lose a live shard once too: a script's first use on a node loads it
         # on every master, which fails while one is down. The next pass gets it.
@@ -287,9 +307,13 @@ def test_webhook_job_runs_on_the_jobs_redis(
     from rq import Queue, SimpleWorker
 
     # The receiver is local: the outbound policy refuses loopback unless it is opened.
-    settings = WebhookSettings(redis_url=redis_cluster.url, redis_cluster=True,
-                               jobs_redis_url=redis_server.url, secret_key="x" * 32,
-                               outbound_allow="127.0.0.0/8")
+    settings = WebhookSettings(
+        redis_url=redis_cluster.url,
+        redis_cluster=True,
+        jobs_redis_url=redis_server.url,
+        secret_key="x" * 32,
+        outbound_allow="127.0.0.0/8",
+    )
     store_sync = connect_sync(redis_cluster.url, cluster=True)
     jobs_sync = connect_sync(redis_server.url)
     jobs_sync.flushall()
@@ -323,8 +347,12 @@ def test_webhook_job_runs_on_the_jobs_redis(
 def run_cli(url: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("ASKGATE_")}
     return subprocess.run(
-        [sys.executable, "-m", "askgate.cli", *args], capture_output=True, text=True,
-        env={**environ, "REDIS_URL": url, **env}, timeout=60, check=False,
+        [sys.executable, "-m", "askgate.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**environ, "REDIS_URL": url, **env},
+        timeout=60,
+        check=False,
     )
 
 
@@ -344,15 +372,20 @@ def test_cli_without_the_cluster_flag_says_what_to_set(
     assert "set ASKGATE_REDIS_CLUSTER=true" in done.stderr
 
 
-@pytest.mark.parametrize("module", ["askgate_api", "askgate_sweeper", "askgate_webhooks",
-                                    "askgate_text", "askgate_telegram"])
+@pytest.mark.parametrize(
+    "module",
+    ["askgate_api", "askgate_sweeper", "askgate_webhooks", "askgate_text", "askgate_telegram"],
+)
 def test_service_refuses_a_cluster_node_without_the_flag(
     redis_cluster: RedisClusterProcess, module: str
 ) -> None:
     """Each service's start-up check exits 2 on a cluster node, naming the setting."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith("ASKGATE_")}
     done = subprocess.run(
-        [sys.executable, "-m", module], capture_output=True, text=True, timeout=60,
+        [sys.executable, "-m", module],
+        capture_output=True,
+        text=True,
+        timeout=60,
         env={**environ, "REDIS_URL": redis_cluster.url, "ASKGATE_SECRET_KEY": "k" * 32},
         check=False,
     )
@@ -364,7 +397,10 @@ def test_webhooks_on_a_cluster_needs_a_jobs_redis(redis_cluster: RedisClusterPro
     """Clustered, the webhook service refuses to start until ASKGATE_JOBS_REDIS_URL is set."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith("ASKGATE_")}
     done = subprocess.run(
-        [sys.executable, "-m", "askgate_webhooks"], capture_output=True, text=True, timeout=60,
+        [sys.executable, "-m", "askgate_webhooks"],
+        capture_output=True,
+        text=True,
+        timeout=60,
         env={**environ, "REDIS_URL": redis_cluster.url, "ASKGATE_REDIS_CLUSTER": "true"},
         check=False,
     )

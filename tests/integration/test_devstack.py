@@ -37,9 +37,11 @@ def test_foreign_redis_moves_it_to_another_port(tmp_path: Path, foreign: RedisPr
     server, note = start_embedded_redis(tmp_path / "redis", foreign.port)
     try:
         assert server.port != foreign.port
-        assert note == (f"port {foreign.port} is taken by another Redis (pid "
-                        f"{foreign.proc.pid if foreign.proc else '?'}, data in {foreign.dir}); "
-                        f"askgate's embedded Redis uses port {server.port} instead")
+        assert note == (
+            f"port {foreign.port} is taken by another Redis (pid "
+            f"{foreign.proc.pid if foreign.proc else '?'}, data in {foreign.dir}); "
+            f"askgate's embedded Redis uses port {server.port} instead"
+        )
         owner = port_owner(server.port)
         assert owner is not None and owner.dir == str((tmp_path / "redis").resolve())
     finally:

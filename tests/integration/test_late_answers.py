@@ -22,8 +22,7 @@ from redis.asyncio import Redis
 
 from tests.conftest import Tenant, ask_body
 
-EXPIRED = ("This question has expired; your answer was recorded but the agent went on "
-           "without it.")
+EXPIRED = "This question has expired; your answer was recorded but the agent went on without it."
 ADA = Responder(channel="telegram", user_id="42", name="Ada")
 
 
@@ -37,7 +36,8 @@ async def expired(store: Store, tenant: Tenant, **extra: Any) -> Record:
 
 
 async def test_an_answer_after_the_timeout_is_kept_not_the_result(
-        redis: Redis, settings: Settings, tenant: Tenant) -> None:
+    redis: Redis, settings: Settings, tenant: Tenant
+) -> None:
     """The late answer is on the resource with its responder, target and time; the result
     stays no_answer."""
     store = Store(redis, settings)
@@ -55,7 +55,8 @@ async def test_an_answer_after_the_timeout_is_kept_not_the_result(
 
 
 async def test_a_second_answer_to_an_answered_question_is_not_kept(
-        redis: Redis, settings: Settings, tenant: Tenant) -> None:
+    redis: Redis, settings: Settings, tenant: Tenant
+) -> None:
     """Someone already answered: the loser is told so and nothing is kept (the agent has
     its answer)."""
     store = Store(redis, settings)
@@ -69,7 +70,8 @@ async def test_a_second_answer_to_an_answered_question_is_not_kept(
 
 
 async def test_the_answer_that_loses_to_the_timeout_is_kept(
-        redis: Redis, settings: Settings, tenant: Tenant) -> None:
+    redis: Redis, settings: Settings, tenant: Tenant
+) -> None:
     """Read while pending, resolved after the sweeper ended it: kept as late."""
     store = Store(redis, settings)
     body = QuestionCreate.model_validate(ask_body(targets=[{"channel": "web"}]))
@@ -81,11 +83,11 @@ async def test_the_answer_that_loses_to_the_timeout_is_kept(
         await store.apply_reply(stale, "2", ADA)
     assert exc.value.late
     assert [a["answers"] for a in (await store.get(tenant.id, rec.id)).late_answers()] == [
-        {"deploy_target": ["Production"]}]
+        {"deploy_target": ["Production"]}
+    ]
 
 
-async def test_late_answers_are_bounded(redis: Redis, settings: Settings,
-                                        tenant: Tenant) -> None:
+async def test_late_answers_are_bounded(redis: Redis, settings: Settings, tenant: Tenant) -> None:
     """At most LATE_MAX are kept; the next is told only that the question expired."""
     store = Store(redis, settings)
     rec = await expired(store, tenant)
@@ -98,8 +100,9 @@ async def test_late_answers_are_bounded(redis: Redis, settings: Settings,
     assert len((await store.get(tenant.id, rec.id)).late_answers()) == LATE_MAX
 
 
-async def test_a_skip_after_the_end_is_not_an_answer(redis: Redis, settings: Settings,
-                                                     tenant: Tenant) -> None:
+async def test_a_skip_after_the_end_is_not_an_answer(
+    redis: Redis, settings: Settings, tenant: Tenant
+) -> None:
     """`skip` typed after the end is told it expired, and nothing is kept."""
     store = Store(redis, settings)
     rec = await expired(store, tenant, locale="tr")
@@ -108,8 +111,9 @@ async def test_a_skip_after_the_end_is_not_an_answer(redis: Redis, settings: Set
     assert not exc.value.late and exc.value.message == "Bu sorunun süresi doldu."
 
 
-async def test_a_late_answer_goes_to_the_webhook_stream(redis: Redis, settings: Settings,
-                                                        tenant: Tenant) -> None:
+async def test_a_late_answer_goes_to_the_webhook_stream(
+    redis: Redis, settings: Settings, tenant: Tenant
+) -> None:
     """With a callback_url, question.late_answer (its number) joins the webhook stream."""
     store = Store(redis, settings)
     rec = await expired(store, tenant, callback_url="https://example.com/hook")
@@ -121,8 +125,9 @@ async def test_a_late_answer_goes_to_the_webhook_stream(redis: Redis, settings: 
     assert [(e.question_id, e.n) for e in late] == [(rec.id, 0)]
 
 
-async def test_after_a_cancel_the_person_hears_it_ended(redis: Redis, settings: Settings,
-                                                        tenant: Tenant) -> None:
+async def test_after_a_cancel_the_person_hears_it_ended(
+    redis: Redis, settings: Settings, tenant: Tenant
+) -> None:
     """A question the agent cancelled says "ended", in the ask's language."""
     store = Store(redis, settings)
     body = QuestionCreate.model_validate(ask_body(targets=[{"channel": "web"}], locale="hi"))
@@ -136,10 +141,14 @@ async def test_after_a_cancel_the_person_hears_it_ended(redis: Redis, settings: 
 # -- through the API ---------------------------------------------------------------------
 
 
-async def late_api_question(client: httpx.AsyncClient, tenant: Tenant, redis: Redis,
-                            settings: Settings, session: str = "s1") -> str:
-    r = await client.post("/v1/questions", json=ask_body(session, targets=[{"channel": "web"}]),
-                          headers=tenant.headers)
+async def late_api_question(
+    client: httpx.AsyncClient, tenant: Tenant, redis: Redis, settings: Settings, session: str = "s1"
+) -> str:
+    r = await client.post(
+        "/v1/questions",
+        json=ask_body(session, targets=[{"channel": "web"}]),
+        headers=tenant.headers,
+    )
     qid = str(r.json()["id"])
     rec = await Store(redis, settings).load(qid)
     assert rec is not None
@@ -148,15 +157,22 @@ async def late_api_question(client: httpx.AsyncClient, tenant: Tenant, redis: Re
 
 
 async def test_api_answer_after_the_end_is_a_409_that_says_it_was_kept(
-        app_client: httpx.AsyncClient, tenant: Tenant, redis: Redis, settings: Settings) -> None:
+    app_client: httpx.AsyncClient, tenant: Tenant, redis: Redis, settings: Settings
+) -> None:
     """409 already_final with late_answer_recorded; the resource shows the late answer."""
     qid = await late_api_question(app_client, tenant, redis, settings)
-    r = await app_client.post(f"/v1/questions/{qid}/answer", headers=tenant.headers,
-                              json={"answers": {"deploy_target": ["Production"]}})
+    r = await app_client.post(
+        f"/v1/questions/{qid}/answer",
+        headers=tenant.headers,
+        json={"answers": {"deploy_target": ["Production"]}},
+    )
     assert r.status_code == 409
     error = r.json()["error"]
     assert (error["code"], error["message"], error["late_answer_recorded"]) == (
-        "already_final", EXPIRED, True)
+        "already_final",
+        EXPIRED,
+        True,
+    )
     q = (await app_client.get(f"/v1/questions/{qid}", headers=tenant.headers)).json()
     assert q["late_answer"]["answers"] == {"deploy_target": ["Production"]}
     assert q["late_answer"]["responder"] == {"channel": "api"}
@@ -164,11 +180,13 @@ async def test_api_answer_after_the_end_is_a_409_that_says_it_was_kept(
 
 
 async def test_a_session_message_just_after_the_end_is_kept_as_late(
-        app_client: httpx.AsyncClient, tenant: Tenant, redis: Redis, settings: Settings) -> None:
+    app_client: httpx.AsyncClient, tenant: Tenant, redis: Redis, settings: Settings
+) -> None:
     """Nothing pending, the newest question just expired: consumed as its late answer."""
     qid = await late_api_question(app_client, tenant, redis, settings, "chat")
-    r = await app_client.post("/v1/sessions/chat/messages", json={"text": "2"},
-                              headers=tenant.headers)
+    r = await app_client.post(
+        "/v1/sessions/chat/messages", json={"text": "2"}, headers=tenant.headers
+    )
     body = r.json()
     assert (body["consumed"], body["late"], body["message"]) == (True, True, EXPIRED)
     assert body["question"]["id"] == qid
@@ -176,11 +194,14 @@ async def test_a_session_message_just_after_the_end_is_kept_as_late(
 
 
 async def test_outside_the_window_a_session_message_is_the_platforms(
-        app_client: httpx.AsyncClient, tenant: Tenant, redis: Redis, settings: Settings) -> None:
+    app_client: httpx.AsyncClient, tenant: Tenant, redis: Redis, settings: Settings
+) -> None:
     """With the window closed (0) a message after the end is not consumed."""
     await late_api_question(app_client, tenant, redis, settings, "chat")
     app_client.app.state.store.settings = settings.model_copy(  # type: ignore[attr-defined]
-        update={"late_answer_window_s": 0})
-    r = await app_client.post("/v1/sessions/chat/messages", json={"text": "2"},
-                              headers=tenant.headers)
+        update={"late_answer_window_s": 0}
+    )
+    r = await app_client.post(
+        "/v1/sessions/chat/messages", json={"text": "2"}, headers=tenant.headers
+    )
     assert r.json() == {"consumed": False, "question": None, "message": None}

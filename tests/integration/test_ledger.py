@@ -24,8 +24,9 @@ SLACK = {"channel": "slack", "channel_id": "C1"}
 LEASE_MS = 60_000
 
 
-async def ask(store: Store, tenant: Tenant, targets: list[dict[str, Any]], session: str = "s",
-              **kwargs: Any) -> Record:
+async def ask(
+    store: Store, tenant: Tenant, targets: list[dict[str, Any]], session: str = "s", **kwargs: Any
+) -> Record:
     body = QuestionCreate.model_validate(ask_body(session, targets=targets))
     rec, _ = await store.create(tenant.id, body, **kwargs)
     loaded = await store.load(rec.id)
@@ -33,8 +34,9 @@ async def ask(store: Store, tenant: Tenant, targets: list[dict[str, Any]], sessi
     return loaded
 
 
-async def test_every_target_failed_ends_the_question(redis: Redis, settings: Settings,
-                                                     tenant: Tenant) -> None:
+async def test_every_target_failed_ends_the_question(
+    redis: Redis, settings: Settings, tenant: Tenant
+) -> None:
     """When every target fails for good the question ends as delivery_failed, at the last."""
     store = Store(redis, settings)
     rec = await ask(store, tenant, [TG, SLACK])
@@ -48,8 +50,9 @@ async def test_every_target_failed_ends_the_question(redis: Redis, settings: Set
     assert [d.error for d in done.deliveries()] == ["bot was blocked", "channel_not_found"]
 
 
-async def test_web_target_keeps_the_question_showable(redis: Redis, settings: Settings,
-                                                      tenant: Tenant) -> None:
+async def test_web_target_keeps_the_question_showable(
+    redis: Redis, settings: Settings, tenant: Tenant
+) -> None:
     """With a web target, a failed chat target leaves the question pending."""
     store = Store(redis, settings)
     rec = await ask(store, tenant, [TG, {"channel": "web"}])
@@ -61,14 +64,18 @@ async def test_two_claims_one_wins(redis: Redis, settings: Settings, tenant: Ten
     """Two workers claiming one target at once: one gets it, the other sees it busy."""
     store = Store(redis, settings)
     rec = await ask(store, tenant, [TG])
-    a, b = await asyncio.gather(*(
-        store.ledger.claim(rec, 0, owner=o, lease_ms=LEASE_MS, on_stale=StalePolicy.RESEND)
-        for o in ("a", "b")))
+    a, b = await asyncio.gather(
+        *(
+            store.ledger.claim(rec, 0, owner=o, lease_ms=LEASE_MS, on_stale=StalePolicy.RESEND)
+            for o in ("a", "b")
+        )
+    )
     assert sorted([a.outcome, b.outcome]) == ["busy", "claimed"]
 
 
-async def test_only_the_claim_holder_settles(redis: Redis, settings: Settings,
-                                             tenant: Tenant) -> None:
+async def test_only_the_claim_holder_settles(
+    redis: Redis, settings: Settings, tenant: Tenant
+) -> None:
     """A worker whose claim was taken over cannot confirm it; the holder can."""
     store = Store(redis, settings)
     rec = await ask(store, tenant, [TG])
@@ -79,12 +86,19 @@ async def test_only_the_claim_holder_settles(redis: Redis, settings: Settings,
     assert (delivery.state, delivery.ref, delivery.attempts) == ("delivered", {"m": 1}, 1)
 
 
-@pytest.mark.parametrize(("policy", "outcome", "state"), [
-    (StalePolicy.RESEND, "claimed", "sending"),
-    (StalePolicy.ASSUME_SHOWN, "assumed", "delivered"),
-])
+@pytest.mark.parametrize(
+    ("policy", "outcome", "state"),
+    [
+        (StalePolicy.RESEND, "claimed", "sending"),
+        (StalePolicy.ASSUME_SHOWN, "assumed", "delivered"),
+    ],
+)
 async def test_a_dead_workers_claim_follows_the_policy(
-    redis: Redis, settings: Settings, tenant: Tenant, policy: StalePolicy, outcome: str,
+    redis: Redis,
+    settings: Settings,
+    tenant: Tenant,
+    policy: StalePolicy,
+    outcome: str,
     state: str,
 ) -> None:
     """A claim whose lease ran out is taken over (resend) or counted as shown (assume)."""
@@ -102,33 +116,31 @@ async def test_a_dead_workers_claim_follows_the_policy(
         assert claim.attempt == 2
 
 
-async def test_counted_tries_run_out_and_fail_the_target(redis: Redis, settings: Settings,
-                                                         tenant: Tenant) -> None:
+async def test_counted_tries_run_out_and_fail_the_target(
+    redis: Redis, settings: Settings, tenant: Tenant
+) -> None:
     """Each transient failure uses up a try; after the last the target fails."""
     store = Store(redis, settings)
     rec = await ask(store, tenant, [TG, {"channel": "web"}])
     states = []
     for _ in range(3):
-        await store.ledger.claim(rec, 0, owner="w", lease_ms=LEASE_MS,
-                                 on_stale=StalePolicy.RESEND)
-        settled = await store.ledger.release(rec, 0, owner="w", error="HTTP 502",
-                                             max_claims=3)
+        await store.ledger.claim(rec, 0, owner="w", lease_ms=LEASE_MS, on_stale=StalePolicy.RESEND)
+        settled = await store.ledger.release(rec, 0, owner="w", error="HTTP 502", max_claims=3)
         states.append(settled.state)
     assert states == ["pending", "pending", "failed"]
     delivery = (await store.load(rec.id)).delivery(0)  # type: ignore[union-attr]
     assert (delivery.state, delivery.error) == ("failed", "HTTP 502")
 
 
-async def test_a_429_never_uses_up_a_try(redis: Redis, settings: Settings,
-                                         tenant: Tenant) -> None:
+async def test_a_429_never_uses_up_a_try(redis: Redis, settings: Settings, tenant: Tenant) -> None:
     """Hand-backs that do not count (the platform said later) leave the target pending."""
     store = Store(redis, settings)
     rec = await ask(store, tenant, [TG])
     for _ in range(5):
-        await store.ledger.claim(rec, 0, owner="w", lease_ms=LEASE_MS,
-                                 on_stale=StalePolicy.RESEND)
-        settled = await store.ledger.release(rec, 0, owner="w", error="429", max_claims=2,
-                                             counted=False)
+        await store.ledger.claim(rec, 0, owner="w", lease_ms=LEASE_MS, on_stale=StalePolicy.RESEND)
+        settled = await store.ledger.release(
+            rec, 0, owner="w", error="429", max_claims=2, counted=False
+        )
         assert settled.state == "pending"
 
 
@@ -140,12 +152,14 @@ async def test_claim_of_a_settled_or_ended_question_is_refused(
     rec = await ask(store, tenant, [TG, TG])
     await store.ledger.claim(rec, 0, owner="w", lease_ms=LEASE_MS, on_stale=StalePolicy.RESEND)
     await store.ledger.confirm(rec, 0, owner="w", ref={})
-    claim = await store.ledger.claim(rec, 0, owner="w", lease_ms=LEASE_MS,
-                                     on_stale=StalePolicy.RESEND)
+    claim = await store.ledger.claim(
+        rec, 0, owner="w", lease_ms=LEASE_MS, on_stale=StalePolicy.RESEND
+    )
     assert (claim.outcome, claim.state) == ("done", "delivered")
     await store.answer(tenant.id, rec.id, {"deploy_target": ["Production"]})
-    claim = await store.ledger.claim(rec, 1, owner="w", lease_ms=LEASE_MS,
-                                     on_stale=StalePolicy.RESEND)
+    claim = await store.ledger.claim(
+        rec, 1, owner="w", lease_ms=LEASE_MS, on_stale=StalePolicy.RESEND
+    )
     assert (claim.outcome, claim.state) == ("ended", "answered")
 
 
@@ -158,8 +172,9 @@ async def test_summary_is_marked_once(redis: Redis, settings: Settings, tenant: 
     assert (await store.load(rec.id)).delivery(0).summary == "done"  # type: ignore[union-attr]
 
 
-async def test_delivery_details_stay_beside_a_compact_hash(redis: Redis, settings: Settings,
-                                                           tenant: Tenant) -> None:
+async def test_delivery_details_stay_beside_a_compact_hash(
+    redis: Redis, settings: Settings, tenant: Tenant
+) -> None:
     """A delivery's details go beside the question hash, which stays a listpack, and
     expire with the question."""
     store = Store(redis, settings)
@@ -197,8 +212,7 @@ async def test_target_without_a_live_worker_fails_after_the_grace(
     assert await redis.zcard(keys.undelivered(shard)) == 0
 
 
-async def test_live_worker_gets_more_time(redis: Redis, settings: Settings,
-                                          tenant: Tenant) -> None:
+async def test_live_worker_gets_more_time(redis: Redis, settings: Settings, tenant: Tenant) -> None:
     """A due target whose channel has a live worker (maybe waiting out a 429) is kept."""
     store = Store(redis, settings)
     rec = await ask(store, tenant, [TG])
@@ -210,12 +224,12 @@ async def test_live_worker_gets_more_time(redis: Redis, settings: Settings,
     assert score is not None and score > later
 
 
-async def test_dead_channel_at_ask_time_is_due_at_once(redis: Redis, settings: Settings,
-                                                       tenant: Tenant) -> None:
+async def test_dead_channel_at_ask_time_is_due_at_once(
+    redis: Redis, settings: Settings, tenant: Tenant
+) -> None:
     """A target whose channel was known dead when asked fails on the next watchdog pass."""
     store = Store(redis, settings)
-    rec = await ask(store, tenant, [SLACK, {"channel": "web"}],
-                    dead_channels=frozenset({"slack"}))
+    rec = await ask(store, tenant, [SLACK, {"channel": "web"}], dead_channels=frozenset({"slack"}))
     assert await store.sweep_undelivered(keys.shard_of(rec.id), set()) == (1, 0, 1)
     done = await store.load(rec.id)
     assert done is not None and done.status == "pending"  # the web target still shows it
@@ -223,8 +237,9 @@ async def test_dead_channel_at_ask_time_is_due_at_once(redis: Redis, settings: S
     assert doc["status"] == "failed"
 
 
-async def test_shown_target_leaves_the_watch(redis: Redis, settings: Settings,
-                                             tenant: Tenant) -> None:
+async def test_shown_target_leaves_the_watch(
+    redis: Redis, settings: Settings, tenant: Tenant
+) -> None:
     """Once a prompt is shown its target is no longer watched."""
     store = Store(redis, settings)
     rec = await ask(store, tenant, [TG])

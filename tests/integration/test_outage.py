@@ -27,8 +27,9 @@ async def outage_stack() -> AsyncIterator[tuple[RedisProcess, httpx.AsyncClient,
     app = create_app(make_settings(server.url))
     try:
         async with app.router.lifespan_context(app):
-            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                         base_url="http://a", timeout=30) as client:
+            async with httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=app), base_url="http://a", timeout=30
+            ) as client:
                 client.app = app  # type: ignore[attr-defined]
                 yield server, client, {"Authorization": f"Bearer {key}"}
     finally:
@@ -44,8 +45,11 @@ async def test_redis_down_is_503_then_recovers(outage_stack: Any) -> None:
     r = await client.post("/v1/questions", json=ask_body(session="o2"), headers=h)
     assert r.status_code == 503 and r.headers["Retry-After"] == "1"
     assert r.json()["error"]["code"] == "unavailable"
-    r = await client.post(f"/v1/questions/{q['id']}/answer",
-                          json={"answers": {"deploy_target": ["Production"]}}, headers=h)
+    r = await client.post(
+        f"/v1/questions/{q['id']}/answer",
+        json={"answers": {"deploy_target": ["Production"]}},
+        headers=h,
+    )
     assert r.status_code == 503
     assert (await client.get("/readyz")).status_code == 503
 
@@ -63,7 +67,8 @@ async def test_waiter_survives_redis_restart(outage_stack: Any) -> None:
     server, client, h = outage_stack
     q = (await client.post("/v1/questions", json=ask_body(session="o3"), headers=h)).json()
     waiter = asyncio.create_task(
-        client.get(f"/v1/questions/{q['id']}/wait?timeout_s=30", headers=h))
+        client.get(f"/v1/questions/{q['id']}/wait?timeout_s=30", headers=h)
+    )
     hub = client.app.state.hub
     while hub.count == 0:
         await asyncio.sleep(0.01)
@@ -78,5 +83,7 @@ async def test_waiter_survives_redis_restart(outage_stack: Any) -> None:
         await asyncio.sleep(0.1)
     assert r.status_code == 200
     result = (await asyncio.wait_for(waiter, 20)).json()
-    assert result["result"] == {"status": "answered",
-                                "answers": {"answers": {"deploy_target": ["Production"]}}}
+    assert result["result"] == {
+        "status": "answered",
+        "answers": {"answers": {"deploy_target": ["Production"]}},
+    }

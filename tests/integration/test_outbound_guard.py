@@ -85,9 +85,16 @@ async def ask(client: httpx.AsyncClient, tenant: Tenant, **extra: Any) -> httpx.
 # -- ask time ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1:9/hook", "http://localhost/",
-                                 "http://[::ffff:127.0.0.1]/", "http://2130706433/",
-                                 "http://169.254.169.254/latest/meta-data/"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:9/hook",
+        "http://localhost/",
+        "http://[::ffff:127.0.0.1]/",
+        "http://2130706433/",
+        "http://169.254.169.254/latest/meta-data/",
+    ],
+)
 async def test_internal_callback_url_is_422(api: Any, tenant: Tenant, url: str) -> None:
     """An internal callback_url is a 422 naming the field; nothing is stored."""
     client = await api(Dns({}))
@@ -101,12 +108,16 @@ async def test_internal_callback_url_is_422(api: Any, tenant: Tenant, url: str) 
 async def test_internal_text_target_is_422_naming_its_index(api: Any, tenant: Tenant) -> None:
     """A text target's url is checked too, and the error names targets[i].url."""
     client = await api(Dns({"hook.example": [PUBLIC]}))
-    targets = [{"channel": "web"}, {"channel": "text", "url": "https://hook.example/a"},
-               {"channel": "text", "url": "http://10.1.2.3/b"}]
+    targets = [
+        {"channel": "web"},
+        {"channel": "text", "url": "https://hook.example/a"},
+        {"channel": "text", "url": "http://10.1.2.3/b"},
+    ]
     r = await ask(client, tenant, targets=targets)
     assert r.status_code == 422
     assert r.json()["error"]["message"].startswith(
-        "targets[2].url must not point at a private address (10.1.2.3)")
+        "targets[2].url must not point at a private address (10.1.2.3)"
+    )
 
 
 async def test_internal_url_in_an_escalation_step_is_422(api: Any, tenant: Tenant) -> None:
@@ -118,9 +129,7 @@ async def test_internal_url_in_an_escalation_step_is_422(api: Any, tenant: Tenan
     assert r.json()["error"]["message"].startswith("escalate[0].targets[0].url must not point at")
 
 
-async def test_host_resolving_inside_is_422_without_the_address(
-    api: Any, tenant: Tenant
-) -> None:
+async def test_host_resolving_inside_is_422_without_the_address(api: Any, tenant: Tenant) -> None:
     """A host that resolves to an internal address is refused; the message hides where."""
     client = await api(Dns({"jenkins.corp": ["10.0.0.7"]}))
     r = await ask(client, tenant, callback_url="https://jenkins.corp/hook")
@@ -135,14 +144,19 @@ async def test_unresolvable_host_is_422_with_the_same_message(api: Any, tenant: 
     r = await ask(client, tenant, callback_url="https://nowhere.example/hook")
     assert r.status_code == 422
     assert r.json()["error"]["message"].startswith(
-        "callback_url host nowhere.example must resolve to public addresses")
+        "callback_url host nowhere.example must resolve to public addresses"
+    )
 
 
 async def test_public_host_is_accepted(api: Any, tenant: Tenant) -> None:
     """A host with only public addresses is a 201."""
     client = await api(Dns({"hook.example": [PUBLIC]}))
-    r = await ask(client, tenant, callback_url="https://hook.example/hook",
-                  targets=[{"channel": "web"}, {"channel": "text", "url": "https://hook.example/t"}])
+    r = await ask(
+        client,
+        tenant,
+        callback_url="https://hook.example/hook",
+        targets=[{"channel": "web"}, {"channel": "text", "url": "https://hook.example/t"}],
+    )
     assert r.status_code == 201, r.text
 
 
@@ -167,11 +181,18 @@ async def test_cli_sets_and_clears_a_tenants_ranges(
 ) -> None:
     """`askgate tenant outbound T CIDRS` stores the ranges; `none` clears them; a bad CIDR
     is refused with exit code 2."""
+
     async def cli(*args: str) -> int:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "askgate.cli", "tenant", "outbound", *args,
+            sys.executable,
+            "-m",
+            "askgate.cli",
+            "tenant",
+            "outbound",
+            *args,
             env={**os.environ, "REDIS_URL": redis_server.url},
-            stderr=asyncio.subprocess.DEVNULL)
+            stderr=asyncio.subprocess.DEVNULL,
+        )
         return await proc.wait()
 
     assert await cli(tenant.id, "10.0.0.0/8,fd00::/8") == 0
@@ -214,7 +235,8 @@ async def test_webhook_rebinding_is_refused_at_send_time(
         WebhookEnqueuer(sync_redis, settings).start(qid)
         inside = Dns({"rebind.example": ["127.0.0.1"]})
         verdict = await asyncio.to_thread(
-            lambda: attempt_delivery(sync_redis, settings, qid, 1, resolver=inside.sync))
+            lambda: attempt_delivery(sync_redis, settings, qid, 1, resolver=inside.sync)
+        )
         assert verdict == "failed" and receiver.received == []
     hook = await webhook_of(redis, qid)
     assert hook["status"] == "failed"
@@ -234,9 +256,12 @@ async def test_webhook_connects_to_the_checked_address_with_its_host(
         qid = await answered_with_callback(client, tenant, f"http://hook.example:{port}/hook")
         settings = WebhookSettings(redis_url=redis_server.url, outbound_allow=LOCAL)
         WebhookEnqueuer(sync_redis, settings).start(qid)
-        assert await asyncio.to_thread(
-            lambda: attempt_delivery(sync_redis, settings, qid, 1, resolver=dns.sync)
-        ) == "delivered"
+        assert (
+            await asyncio.to_thread(
+                lambda: attempt_delivery(sync_redis, settings, qid, 1, resolver=dns.sync)
+            )
+            == "delivered"
+        )
         (req,) = receiver.received
     assert req.path == "/hook" and req.headers["host"] == f"hook.example:{port}"
 
@@ -285,8 +310,13 @@ async def text_service(redis_server: RedisProcess, redis: Redis) -> AsyncIterato
     running: list[tuple[Any, TextClient]] = []
 
     async def start(dns: Dns, **overrides: Any) -> None:
-        settings = TextSettings(redis_url=redis_server.url, secret_key=SECRET,
-                                delivery_backoff_s=0.01, consumer_block_ms=50, **overrides)
+        settings = TextSettings(
+            redis_url=redis_server.url,
+            secret_key=SECRET,
+            delivery_backoff_s=0.01,
+            consumer_block_ms=50,
+            **overrides,
+        )
         service = ChannelService("text", settings)
         client = TextClient(settings, service.redis, resolver=dns)
         service.use(TextAdapter(service.redis, client))
@@ -310,6 +340,7 @@ async def eventually(check: Callable[[], Any], what: str) -> None:
 
 async def delivery(client: httpx.AsyncClient, tenant: Tenant, qid: str) -> dict[str, Any]:
     """The question once its text target's delivery settled (bounded wait)."""
+
     async def settled() -> bool:
         q = (await client.get(f"/v1/questions/{qid}", headers=tenant.headers)).json()
         return q["deliveries"][0]["status"] in ("delivered", "failed")
@@ -327,8 +358,9 @@ async def test_text_rebinding_is_refused_at_send_time(
         port = receiver.url.split(":")[2].split("/")[0]
         await text_service(Dns({"chat.example": ["127.0.0.1"]}))
         client = await api(Dns({"chat.example": [PUBLIC]}))
-        r = await ask(client, tenant, targets=[
-            {"channel": "text", "url": f"http://chat.example:{port}/in"}])
+        r = await ask(
+            client, tenant, targets=[{"channel": "text", "url": f"http://chat.example:{port}/in"}]
+        )
         q = await delivery(client, tenant, r.json()["id"])
         assert receiver.received == []
     assert q["deliveries"][0]["error"] == "refused: address not allowed"

@@ -29,7 +29,7 @@ STAGING = "Staging (Recommended)"
 async def in_chunks(calls: list[Callable[[], Awaitable[Any]]]) -> list[Any]:
     out: list[Any] = []
     for start in range(0, len(calls), CHUNK):
-        out += await asyncio.gather(*(c() for c in calls[start:start + CHUNK]))
+        out += await asyncio.gather(*(c() for c in calls[start : start + CHUNK]))
     return out
 
 
@@ -41,8 +41,11 @@ async def test_10000_three_way_races_end_once(
 
     async def create(i: int) -> tuple[str, int]:
         rec, created = await store.create(
-            tenant.id, QuestionCreate.model_validate(ask_body(session=f"r{i}")),
-            max_pending=10**6, asks_per_s=10**6)
+            tenant.id,
+            QuestionCreate.model_validate(ask_body(session=f"r{i}")),
+            max_pending=10**6,
+            asks_per_s=10**6,
+        )
         assert created
         return rec.id, int(rec.f["expires"])
 
@@ -53,8 +56,9 @@ async def test_10000_three_way_races_end_once(
 
     async def by_api(qid: str) -> None:
         try:
-            await store.answer(tenant.id, qid, {"deploy_target": ["Production"]},
-                               Responder(channel="api"))
+            await store.answer(
+                tenant.id, qid, {"deploy_target": ["Production"]}, Responder(channel="api")
+            )
             won[qid].append("api")
         except AlreadyFinal:
             told[qid] += 1
@@ -82,7 +86,7 @@ async def test_10000_three_way_races_end_once(
         # that chunk's questions (deadlines grow with creation order).
         step = CHUNK // 2
         for start in range(0, N, step):
-            chunk = made[start:start + step]
+            chunk = made[start : start + step]
             racers = [by_api(q) for q, _ in chunk] + [by_text(q, text_side) for q, _ in chunk]
             racers.insert(len(racers) // 2, timeout(sweep_side, chunk[-1][1]))
             await asyncio.gather(*racers)
@@ -93,18 +97,22 @@ async def test_10000_three_way_races_end_once(
     assert set(notes.counts) == set(ids) and set(notes.counts.values()) == {1}
     outcomes: Counter[str] = Counter()
     for start in range(0, N, 1000):
-        batch = ids[start:start + 1000]
+        batch = ids[start : start + 1000]
         records = await asyncio.gather(*(store.load(q) for q in batch))
         for qid, rec in zip(batch, records, strict=True):
             assert rec is not None
             winners = won[qid]
             assert len(winners) <= 1, f"{qid} answered twice: {winners}"
             if winners == ["api"]:
-                assert rec.result == {"status": "answered",
-                                      "answers": {"answers": {"deploy_target": ["Production"]}}}
+                assert rec.result == {
+                    "status": "answered",
+                    "answers": {"answers": {"deploy_target": ["Production"]}},
+                }
             elif winners == ["text"]:
-                assert rec.result == {"status": "answered",
-                                      "answers": {"answers": {"deploy_target": [STAGING]}}}
+                assert rec.result == {
+                    "status": "answered",
+                    "answers": {"answers": {"deploy_target": [STAGING]}},
+                }
             else:
                 assert (rec.status, rec.reason) == ("no_answer", "timeout")
             # Both answerers tried; whoever did not win was told it had already ended.

@@ -46,8 +46,10 @@ def _can_be_invalid(op: dict[str, Any]) -> bool:
     bounded parameter); a lone free-form string path parameter has none."""
     if "requestBody" in op:
         return True
-    return any(p["schema"].get("type") != "string" or len(p["schema"]) > 2
-               for p in op.get("parameters", []))
+    return any(
+        p["schema"].get("type") != "string" or len(p["schema"]) > 2
+        for p in op.get("parameters", [])
+    )
 
 
 def cases() -> list[Any]:
@@ -74,8 +76,12 @@ class Api:
     def pending(self) -> tuple[str, str]:
         """A fresh pending question: (its id, its session)."""
         session = f"fuzz-{next(self.sessions)}"
-        r = requests.post(f"{self.url}/v1/questions", json=ask_body(session=session),
-                          headers=self.headers, timeout=10)
+        r = requests.post(
+            f"{self.url}/v1/questions",
+            json=ask_body(session=session),
+            headers=self.headers,
+            timeout=10,
+        )
         assert r.status_code == 201, r.text
         return r.json()["id"], session
 
@@ -104,12 +110,14 @@ def check(response: requests.Response, what: str) -> None:
         try:
             body: Any = response.json()
         except ValueError:
-            raise AssertionError(f"{what}: {response.status_code} is not JSON: "
-                                 f"{response.text[:300]}") from None
+            raise AssertionError(
+                f"{what}: {response.status_code} is not JSON: {response.text[:300]}"
+            ) from None
         assert isinstance(body, dict) and set(body) == {"error"}, f"{what}: {body}"
         error = body["error"]
         assert isinstance(error.get("code"), str) and isinstance(error.get("message"), str), (
-            f"{what}: {body}")
+            f"{what}: {body}"
+        )
 
 
 SCHEMA: Any = None
@@ -131,8 +139,14 @@ def test_no_5xx_and_every_4xx_in_the_error_shape(
     headers = api.headers if keyed else {}
     real = itertools.count()
 
-    @settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
-              phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=EXAMPLES,
+        derandomize=True,
+        deadline=None,
+        database=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
     @given(case=operation.as_strategy(generation_mode=mode))
     def run(case: Any) -> None:
         params = case.path_parameters or {}

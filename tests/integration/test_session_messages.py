@@ -10,10 +10,18 @@ import httpx
 from tests.conftest import Tenant, ask_body
 
 TWO_QUESTIONS = [
-    {"id": "deploy_target", "header": "Deploy", "question": "Where should I deploy this build?",
-     "options": [{"label": "Staging (Recommended)"}, {"label": "Production"}]},
-    {"id": "notify", "header": "Notify", "question": "Who should I tell?",
-     "options": [{"label": "Team"}, {"label": "Nobody"}]},
+    {
+        "id": "deploy_target",
+        "header": "Deploy",
+        "question": "Where should I deploy this build?",
+        "options": [{"label": "Staging (Recommended)"}, {"label": "Production"}],
+    },
+    {
+        "id": "notify",
+        "header": "Notify",
+        "question": "Who should I tell?",
+        "options": [{"label": "Team"}, {"label": "Nobody"}],
+    },
 ]
 
 
@@ -23,10 +31,12 @@ async def ask(client: httpx.AsyncClient, tenant: Tenant, **extra: Any) -> str:
     return str(r.json()["id"])
 
 
-async def message(client: httpx.AsyncClient, tenant: Tenant, text: str,
-                  session: str = "chat") -> dict[str, Any]:
-    r = await client.post(f"/v1/sessions/{session}/messages", json={"text": text},
-                          headers=tenant.headers)
+async def message(
+    client: httpx.AsyncClient, tenant: Tenant, text: str, session: str = "chat"
+) -> dict[str, Any]:
+    r = await client.post(
+        f"/v1/sessions/{session}/messages", json={"text": text}, headers=tenant.headers
+    )
     assert r.status_code == 200, r.text
     return dict(r.json())
 
@@ -45,7 +55,9 @@ async def test_number_picks_the_option(app_client: httpx.AsyncClient, tenant: Te
     reply = await message(app_client, tenant, " 2 ")
     assert reply["consumed"] is True and reply["question"]["id"] == qid
     assert reply["question"]["result"] == {
-        "status": "answered", "answers": {"answers": {"deploy_target": ["Production"]}}}
+        "status": "answered",
+        "answers": {"answers": {"deploy_target": ["Production"]}},
+    }
 
 
 async def test_out_of_range_number_is_free_text(
@@ -78,12 +90,12 @@ async def test_keyed_lines_answer_several_questions(
     reply = await message(app_client, tenant, "notify = nobody\nDeploy: staging (recommended)")
     assert reply["consumed"] is True
     assert reply["question"]["result"]["answers"]["answers"] == {
-        "deploy_target": ["Staging (Recommended)"], "notify": ["Nobody"]}
+        "deploy_target": ["Staging (Recommended)"],
+        "notify": ["Nobody"],
+    }
 
 
-async def test_skip_word_of_the_locale_skips(
-    app_client: httpx.AsyncClient, tenant: Tenant
-) -> None:
+async def test_skip_word_of_the_locale_skips(app_client: httpx.AsyncClient, tenant: Tenant) -> None:
     """`atla` in a Turkish ask skips it: no_answer, reason skipped."""
     await ask(app_client, tenant, locale="tr")
     reply = await message(app_client, tenant, "Atla")

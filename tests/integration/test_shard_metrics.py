@@ -36,22 +36,29 @@ def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 
 
 async def test_metrics_count_what_happened_in_every_process(
-        app_client: httpx.AsyncClient, redis: Redis, settings: Settings, tenant: Tenant) -> None:
+    app_client: httpx.AsyncClient, redis: Redis, settings: Settings, tenant: Tenant
+) -> None:
     """Answers by channel, ends by reason, failures by channel and class, timers, late."""
     store = Store(redis, settings)
     web = [{"channel": "web"}]
     a = await ask(store, tenant, "a", targets=web)
-    await store.answer(tenant.id, a.id, {"deploy_target": "1"},
-                       Responder(channel="telegram", user_id="1"))
+    await store.answer(
+        tenant.id, a.id, {"deploy_target": "1"}, Responder(channel="telegram", user_id="1")
+    )
     b = await ask(store, tenant, "b", targets=web)
-    await store.answer(tenant.id, b.id, {"deploy_target": "1"},
-                       Responder(channel="made-up", user_id="1"))
+    await store.answer(
+        tenant.id, b.id, {"deploy_target": "1"}, Responder(channel="made-up", user_id="1")
+    )
     c = await ask(store, tenant, "c", targets=web)
     await store.end(tenant.id, c.id, Reason.CANCELLED)
-    d = await ask(store, tenant, "d", targets=[{"channel": "slack", "channel_id": "C1"}],
-                  remind={"every_s": 60},
-                  escalate=[{"after_s": 120, "targets": [{"channel": "text",
-                                                          "url": "https://x.example/"}]}])
+    d = await ask(
+        store,
+        tenant,
+        "d",
+        targets=[{"channel": "slack", "channel_id": "C1"}],
+        remind={"every_s": 60},
+        escalate=[{"after_s": 120, "targets": [{"channel": "text", "url": "https://x.example/"}]}],
+    )
     await timers_once(store, d.created_ms + 120_000)  # reminder 1, then step 1
     await watch_once(store, d.created_ms + 120_000 + settings.channel_grace_s * 1000 + 1)
     e = await ask(store, tenant, "e", targets=web)
@@ -77,7 +84,8 @@ async def test_metrics_count_what_happened_in_every_process(
 
 
 async def test_any_replica_renders_the_same_totals(
-        app_client: httpx.AsyncClient, redis: Redis, settings: Settings, tenant: Tenant) -> None:
+    app_client: httpx.AsyncClient, redis: Redis, settings: Settings, tenant: Tenant
+) -> None:
     """The counters live in Redis: another API process sees them too."""
     from askgate_api.app import create_app
 
@@ -86,7 +94,8 @@ async def test_any_replica_renders_the_same_totals(
     await store.end(tenant.id, rec.id, Reason.SKIPPED)
     other = create_app(settings)
     async with other.router.lifespan_context(other):
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=other),
-                                     base_url="http://other") as client:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=other), base_url="http://other"
+        ) as client:
             text = (await client.get("/metrics")).text
     assert samples(text)[("askgate_no_answer_total", (("reason", "skipped"),))] == 1

@@ -27,8 +27,10 @@ async def create_many(store: Store, tenant: str, n: int, prefix: str, **extra: A
     ids = []
     for i in range(n):
         rec, created = await store.create(
-            tenant, QuestionCreate.model_validate(ask_body(session=f"{prefix}-{i}", **extra)),
-            max_pending=10**6, asks_per_s=10**6,
+            tenant,
+            QuestionCreate.model_validate(ask_body(session=f"{prefix}-{i}", **extra)),
+            max_pending=10**6,
+            asks_per_s=10**6,
         )
         assert created
         ids.append(rec.id)
@@ -75,8 +77,9 @@ class Notifications:
         await self.redis.aclose()
 
 
-async def test_answer_vs_expiry_races(redis: Redis, redis_server: Any, settings: Settings,
-                                      tenant: Tenant) -> None:
+async def test_answer_vs_expiry_races(
+    redis: Redis, redis_server: Any, settings: Settings, tenant: Tenant
+) -> None:
     """1,000 answers racing the sweeper end in exactly one final state and one notice each."""
     store = Store(redis, settings)
     ids = await create_many(store, tenant.id, 1000, "race")
@@ -137,8 +140,9 @@ async def test_two_channels_answer_once(redis: Redis, settings: Settings, tenant
     assert len(errors) == 1 and errors[0].message == "This question was already answered."
 
 
-async def test_sweeper_expires_overdue_once(redis: Redis, redis_server: Any, settings: Settings,
-                                            tenant: Tenant) -> None:
+async def test_sweeper_expires_overdue_once(
+    redis: Redis, redis_server: Any, settings: Settings, tenant: Tenant
+) -> None:
     """Two sweeper replicas together end every overdue question once, as no_answer/timeout."""
     store = Store(redis, settings.model_copy(update={"sweep_batch": 50}))
     due = await create_many(store, tenant.id, 300, "sw", timeoutSeconds=1)
@@ -161,13 +165,15 @@ async def test_sweeper_expires_overdue_once(redis: Redis, redis_server: Any, set
         await r.redis.aclose()
 
 
-async def test_keyspace_after_full_lifecycle(redis: Redis, settings: Settings,
-                                             tenant: Tenant) -> None:
+async def test_keyspace_after_full_lifecycle(
+    redis: Redis, settings: Settings, tenant: Tenant
+) -> None:
     """After ask → answer exactly these keys exist, and every per-question key expires."""
     store = Store(redis, settings)
     before = {k.decode() for k in await redis.keys("*")}
-    (qid,) = await create_many(store, tenant.id, 1, "ks", run_id="run-1",
-                               targets=[{"channel": "telegram", "chat_id": "9"}])
+    (qid,) = await create_many(
+        store, tenant.id, 1, "ks", run_id="run-1", targets=[{"channel": "telegram", "chat_id": "9"}]
+    )
     shard = keys.shard_of(qid)
     await store.answer(tenant.id, qid, {"deploy_target": ["Production"]})
     after = {k.decode() for k in await redis.keys("*")} - before
@@ -187,7 +193,7 @@ async def test_keyspace_after_full_lifecycle(redis: Redis, settings: Settings,
         ttl = await redis.pttl(key)
         assert keep_ms - 60_000 < ttl <= keep_ms
     session = keys.session(shard, tenant.id, "ks-0")
-    session_created = (await redis.hget(keys.question(qid), "created"))
+    session_created = await redis.hget(keys.question(qid), "created")
     assert keep_ms - 60_000 < await redis.pttl(session) <= keep_ms + 900_000
     assert await redis.hgetall(session) == {qid.encode(): session_created}  # no longer pending
     assert 0 < await redis.pttl(keys.tenant_rate(tenant.id)) <= 1000
@@ -218,8 +224,7 @@ async def test_keyspace_while_pending(redis: Redis, settings: Settings, tenant: 
     assert await redis.object("encoding", keys.question(qid)) in (b"listpack", b"ziplist")
     for key in after - {keys.due(shard), keys.events(shard, "web")}:
         assert await redis.pttl(key) > 0, key
-    assert await redis.zscore(keys.due(shard), qid) == pytest.approx(
-        now_ms() + 900_000, abs=5_000)
+    assert await redis.zscore(keys.due(shard), qid) == pytest.approx(now_ms() + 900_000, abs=5_000)
 
 
 async def test_keys_share_the_question_hash_tag(tenant: Tenant) -> None:
@@ -229,15 +234,22 @@ async def test_keys_share_the_question_hash_tag(tenant: Tenant) -> None:
     qid = new_question_id(tenant.id, "sess", None, None)
     shard = keys.shard_of(qid)
     tag = f"{{ag:{shard:02d}}}"
-    for key in (keys.question(qid), keys.result_key(qid), keys.due(shard),
-                keys.doc(qid), keys.session(shard, tenant.id, "sess"),
-                keys.run(shard, tenant.id, "r"), keys.events(shard, "web")):
+    for key in (
+        keys.question(qid),
+        keys.result_key(qid),
+        keys.due(shard),
+        keys.doc(qid),
+        keys.session(shard, tenant.id, "sess"),
+        keys.run(shard, tenant.id, "r"),
+        keys.events(shard, "web"),
+    ):
         assert tag in key
     assert shard == keys.shard_for(tenant.id, "sess")
 
 
-async def test_abort_after_a_timeout_in_the_run(redis: Redis, settings: Settings,
-                                                tenant: Tenant) -> None:
+async def test_abort_after_a_timeout_in_the_run(
+    redis: Redis, settings: Settings, tenant: Tenant
+) -> None:
     """A run whose earlier question timed out aborts only what is still pending."""
     store = Store(redis, settings)
     (expired,) = await create_many(store, tenant.id, 1, "ra", run_id="run-x", timeoutSeconds=1)

@@ -24,8 +24,9 @@ async def test_a_broken_shard_does_not_stop_the_others(
     store = Store(redis, settings)
     ids = []
     for i in range(40):
-        rec, _ = await store.create(tenant.id, QuestionCreate.model_validate(
-            ask_body(session=f"s{i}", timeoutSeconds=1)))
+        rec, _ = await store.create(
+            tenant.id, QuestionCreate.model_validate(ask_body(session=f"s{i}", timeoutSeconds=1))
+        )
         ids.append(rec.id)
     broken = keys.shard_of(ids[0])
     await redis.delete(keys.due(broken))
@@ -59,8 +60,9 @@ async def test_a_broken_shard_does_not_stop_the_watchdog(
     ids = []
     for i in range(40):
         body = ask_body(session=f"w{i}", targets=[slack, {"channel": "web"}])
-        ids.append((await app_client.post("/v1/questions", json=body,
-                                          headers=tenant.headers)).json()["id"])
+        ids.append(
+            (await app_client.post("/v1/questions", json=body, headers=tenant.headers)).json()["id"]
+        )
     broken = keys.shard_of(ids[0])
     await redis.delete(keys.undelivered(broken))
     await redis.set(keys.undelivered(broken), "not a sorted set")

@@ -29,8 +29,12 @@ async def test_tenant_keyspace(redis: Redis) -> None:
 
 def test_tenant_keys_share_the_tenant_tag() -> None:
     """The record, the key index and the quota keys carry `{t:<tenant>}`: one slot."""
-    names = [keys.tenant("t1"), keys.tenant_api_keys("t1"), keys.tenant_pending("t1"),
-             keys.tenant_rate("t1")]
+    names = [
+        keys.tenant("t1"),
+        keys.tenant_api_keys("t1"),
+        keys.tenant_pending("t1"),
+        keys.tenant_rate("t1"),
+    ]
     assert all("{t:t1}" in name for name in names)
 
 
@@ -39,19 +43,26 @@ async def test_another_key_is_indexed_and_works(redis: Redis) -> None:
     tenant, first = await create_tenant(redis, "acme")
     second = await add_api_key(redis, tenant.id)
     assert await redis.smembers(keys.tenant_api_keys(tenant.id)) == {
-        hash_key(first).encode(), hash_key(second).encode()}
+        hash_key(first).encode(),
+        hash_key(second).encode(),
+    }
     found = await tenant_for_key(redis, second)
     assert found is not None and found.id == tenant.id
 
 
 async def test_tenant_from_before_the_tag_still_works(redis: Redis) -> None:
     """A record at the old untagged key is found by its API key and takes channel config."""
-    await redis.hset(keys.tenant_legacy("told"), mapping={
-        "name": "old", "webhook_secret": "whsec_x", "created": "1"})
+    await redis.hset(
+        keys.tenant_legacy("told"),
+        mapping={"name": "old", "webhook_secret": "whsec_x", "created": "1"},
+    )
     await redis.set(keys.api_key(hash_key("ag_old")), "told")
     found = await tenant_for_key(redis, "ag_old")
     assert found is not None and (found.id, found.name, found.webhook_secret) == (
-        "told", "old", "whsec_x")
+        "told",
+        "old",
+        "whsec_x",
+    )
     await set_channel_config(redis, "told", "telegram", {"bot_token": "1:A"})
     loaded = await load_tenant(redis, "told")
     assert loaded is not None and loaded.channels == {"telegram": {"bot_token": "1:A"}}

@@ -23,12 +23,19 @@ from tests.integration.conftest import LOCAL, StartWorker
 from tests.integration.http_receiver import Receiver, Reply
 
 TWO_QUESTIONS = [
-    {"id": "deploy_target", "header": "Deploy", "question": "Where should I deploy this build?",
-     "options": [{"label": "Staging (Recommended)"}, {"label": "Production"}]},
-    {"id": "notify", "header": "Notify", "question": "Who should I tell?",
-     "options": [{"label": "Team"}, {"label": "Nobody"}]},
+    {
+        "id": "deploy_target",
+        "header": "Deploy",
+        "question": "Where should I deploy this build?",
+        "options": [{"label": "Staging (Recommended)"}, {"label": "Production"}],
+    },
+    {
+        "id": "notify",
+        "header": "Notify",
+        "question": "Who should I tell?",
+        "options": [{"label": "Team"}, {"label": "Nobody"}],
+    },
 ]
-
 
 
 @pytest.fixture
@@ -71,21 +78,27 @@ async def test_round_trip_with_partial_reply_and_summary(
     assert verify(tenant.webhook_secret, prompt.headers, prompt.body)
     sent = prompt.json()
     assert (sent["type"], sent["question_id"], sent["session"], sent["locale"]) == (
-        "question", qid, "chat-1", "en")
+        "question",
+        qid,
+        "chat-1",
+        "en",
+    )
     assert sent["expires_at"] == r.json()["expires_at"]
     assert "1. [Deploy] Where should I deploy this build?" in sent["text"]
     assert "   2) Production" in sent["text"]
     assert "one line per question" in sent["text"]
     await until(lambda: _delivered(app_client, tenant, qid), "delivered")
 
-    r = await app_client.post("/v1/sessions/chat-1/messages", json={"text": "2"},
-                              headers=tenant.headers)
+    r = await app_client.post(
+        "/v1/sessions/chat-1/messages", json={"text": "2"}, headers=tenant.headers
+    )
     partial = r.json()
     assert partial["consumed"] is False and partial["question"]["status"] == "pending"
     assert "Who should I tell?" in partial["message"]
 
-    r = await app_client.post("/v1/sessions/chat-1/messages", json={"text": "2\nTeam"},
-                              headers=tenant.headers)
+    r = await app_client.post(
+        "/v1/sessions/chat-1/messages", json={"text": "2\nTeam"}, headers=tenant.headers
+    )
     assert r.json()["consumed"] is True
     assert r.json()["question"]["result"] == {
         "status": "answered",
@@ -94,8 +107,12 @@ async def test_round_trip_with_partial_reply_and_summary(
 
     _, summary = await receiver.wait_for(2)
     assert verify(tenant.webhook_secret, summary.headers, summary.body)
-    assert summary.json() == {"type": "summary", "question_id": qid, "session": "chat-1",
-                              "text": "Answered: Deploy: Production · Notify: Team"}
+    assert summary.json() == {
+        "type": "summary",
+        "question_id": qid,
+        "session": "chat-1",
+        "text": "Answered: Deploy: Production · Notify: Team",
+    }
 
 
 async def _delivered(client: httpx.AsyncClient, tenant: Tenant, qid: str) -> bool:
@@ -135,12 +152,12 @@ async def test_unacked_entry_is_retried_later(
     app_client: httpx.AsyncClient, tenant: Tenant, text_worker: StartWorker
 ) -> None:
     """A prompt that still fails after the quick retries is delivered on a later round."""
-    await text_worker(delivery_retries=0, consumer_claim_idle_ms=200,
-                      consumer_claim_every_s=0.1)
+    await text_worker(delivery_retries=0, consumer_claim_idle_ms=200, consumer_claim_every_s=0.1)
     with Receiver([Reply(500)]) as receiver:
         body = ask_body(targets=[{"channel": "text", "url": receiver.url}])
-        qid = (await app_client.post("/v1/questions", json=body,
-                                     headers=tenant.headers)).json()["id"]
+        qid = (await app_client.post("/v1/questions", json=body, headers=tenant.headers)).json()[
+            "id"
+        ]
         await until(lambda: _delivered(app_client, tenant, qid), "delivered")
         assert len(receiver.received) == 2
 
@@ -152,8 +169,9 @@ async def test_client_error_fails_the_delivery(
     await text_worker()
     with Receiver(default=Reply(404)) as receiver:
         body = ask_body(targets=[{"channel": "text", "url": receiver.url}])
-        qid = (await app_client.post("/v1/questions", json=body,
-                                     headers=tenant.headers)).json()["id"]
+        qid = (await app_client.post("/v1/questions", json=body, headers=tenant.headers)).json()[
+            "id"
+        ]
 
         async def ended() -> bool:
             return bool((await question(app_client, tenant, qid))["status"] != "pending")
@@ -162,13 +180,19 @@ async def test_client_error_fails_the_delivery(
         assert len(receiver.received) == 1
     q = await question(app_client, tenant, qid)
     assert (q["status"], q["reason"], q["result"]) == (
-        "no_answer", "delivery_failed", {"status": "no_answer"})
+        "no_answer",
+        "delivery_failed",
+        {"status": "no_answer"},
+    )
     assert q["deliveries"][0]["status"] == "failed" and q["deliveries"][0]["error"] == "HTTP 404"
 
 
 async def test_reprocessed_event_posts_once(
-    app_client: httpx.AsyncClient, tenant: Tenant, receiver: Receiver, redis: Redis,
-    text_worker: StartWorker
+    app_client: httpx.AsyncClient,
+    tenant: Tenant,
+    receiver: Receiver,
+    redis: Redis,
+    text_worker: StartWorker,
 ) -> None:
     """The same question.created entry handled twice posts the prompt once."""
     await text_worker()

@@ -36,25 +36,49 @@ async def delivered(client: httpx.AsyncClient, tenant: Tenant, qid: str, i: int 
 
 
 async def test_a_reminder_is_posted_once_per_number(
-    app_client: httpx.AsyncClient, tenant: Tenant, receiver: Receiver, redis: Redis,
-    text_worker: StartWorker
+    app_client: httpx.AsyncClient,
+    tenant: Tenant,
+    receiver: Receiver,
+    redis: Redis,
+    text_worker: StartWorker,
 ) -> None:
     """Reminder 1 is POSTed with its number and headers; a replayed entry sends nothing."""
     await text_worker()
-    q = await asked(app_client, tenant, targets=[{"channel": "text", "url": receiver.url}],
-                    timeoutSeconds=900, remind={"every_s": 300, "max": 2})
+    q = await asked(
+        app_client,
+        tenant,
+        targets=[{"channel": "text", "url": receiver.url}],
+        timeoutSeconds=900,
+        remind={"every_s": 300, "max": 2},
+    )
     await until(lambda: delivered(app_client, tenant, q["id"]), "delivered")
     await fire_timers(redis, created_ms(q) + 300_000)
     _, reminder = await receiver.wait_for(2)
     assert reminder.json() == {
-        "type": "reminder", "question_id": q["id"], "session": "s1", "n": 1, "locale": "en",
+        "type": "reminder",
+        "question_id": q["id"],
+        "session": "s1",
+        "n": 1,
+        "locale": "en",
         "text": "[Deploy] Still waiting for your answer — 10 min left.",
-        "expires_at": q["expires_at"]}
+        "expires_at": q["expires_at"],
+    }
     assert reminder.headers["x-askgate-delivery"] == f"{q['id']}:0:reminder:1"
     stream = keys.events(keys.shard_of(q["id"]), "text")
-    again = (await redis.xadd(stream, {"type": "question.remind", "id": q["id"],
-                                       "tenant": tenant.id, "session": "s1", "n": "1",
-                                       "final": "0", "left_ms": "600000"})).decode()
+    again = (
+        await redis.xadd(
+            stream,
+            {
+                "type": "question.remind",
+                "id": q["id"],
+                "tenant": tenant.id,
+                "session": "s1",
+                "n": "1",
+                "final": "0",
+                "left_ms": "600000",
+            },
+        )
+    ).decode()
 
     async def handled() -> bool:
         groups = {g["name"].decode(): g for g in await redis.xinfo_groups(stream)}
@@ -69,15 +93,24 @@ async def test_a_reminder_is_posted_once_per_number(
 
 
 async def test_a_failed_target_gets_no_reminder(
-    app_client: httpx.AsyncClient, tenant: Tenant, receiver: Receiver, redis: Redis,
-    text_worker: StartWorker
+    app_client: httpx.AsyncClient,
+    tenant: Tenant,
+    receiver: Receiver,
+    redis: Redis,
+    text_worker: StartWorker,
 ) -> None:
     """Only a target whose prompt is shown is reminded."""
     await text_worker()
     with Receiver(default=Reply(404)) as gone:
-        q = await asked(app_client, tenant, remind={"every_s": 60},
-                        targets=[{"channel": "text", "url": gone.url},
-                                 {"channel": "text", "url": receiver.url}])
+        q = await asked(
+            app_client,
+            tenant,
+            remind={"every_s": 60},
+            targets=[
+                {"channel": "text", "url": gone.url},
+                {"channel": "text", "url": receiver.url},
+            ],
+        )
         await until(lambda: delivered(app_client, tenant, q["id"], 1), "delivered")
         await fire_timers(redis, created_ms(q) + 60_000)
         await receiver.wait_for(2)
@@ -85,16 +118,21 @@ async def test_a_failed_target_gets_no_reminder(
 
 
 async def test_a_step_shows_the_question_and_its_end(
-    app_client: httpx.AsyncClient, tenant: Tenant, receiver: Receiver, redis: Redis,
-    text_worker: StartWorker
+    app_client: httpx.AsyncClient,
+    tenant: Tenant,
+    receiver: Receiver,
+    redis: Redis,
+    text_worker: StartWorker,
 ) -> None:
     """The step's target gets the prompt when the step starts and the summary at the end."""
     await text_worker()
     with Receiver() as on_call:
-        q = await asked(app_client, tenant,
-                        targets=[{"channel": "text", "url": receiver.url}],
-                        escalate=[{"after_s": 300, "targets": [
-                            {"channel": "text", "url": on_call.url}]}])
+        q = await asked(
+            app_client,
+            tenant,
+            targets=[{"channel": "text", "url": receiver.url}],
+            escalate=[{"after_s": 300, "targets": [{"channel": "text", "url": on_call.url}]}],
+        )
         await receiver.wait_for(1)
         assert on_call.received == []
         await fire_timers(redis, created_ms(q) + 300_000)
@@ -102,8 +140,9 @@ async def test_a_step_shows_the_question_and_its_end(
         assert prompt.json()["type"] == "question"
         assert prompt.headers["x-askgate-delivery"] == f"{q['id']}:1:question"
         await until(lambda: delivered(app_client, tenant, q["id"], 1), "delivered")
-        await app_client.post("/v1/sessions/s1/messages", json={"text": "2"},
-                              headers=tenant.headers)
+        await app_client.post(
+            "/v1/sessions/s1/messages", json={"text": "2"}, headers=tenant.headers
+        )
         _, summary = await on_call.wait_for(2)
         assert summary.json()["text"] == "Answered: Production"
         _, first_summary = await receiver.wait_for(2)
@@ -116,13 +155,20 @@ async def test_a_step_that_fails_is_recorded_and_the_next_runs(
     """The ask's own target and step 1's both refuse: the step is recorded as started,
     the question still waits, and step 2's target shows it."""
     await text_worker()
-    with Receiver(default=Reply(410)) as first, Receiver(default=Reply(404)) as second, \
-            Receiver() as third:
-        q = await asked(app_client, tenant, targets=[{"channel": "text", "url": first.url}],
-                        escalate=[{"after_s": 300, "targets": [
-                                      {"channel": "text", "url": second.url}]},
-                                  {"after_s": 600, "targets": [
-                                      {"channel": "text", "url": third.url}]}])
+    with (
+        Receiver(default=Reply(410)) as first,
+        Receiver(default=Reply(404)) as second,
+        Receiver() as third,
+    ):
+        q = await asked(
+            app_client,
+            tenant,
+            targets=[{"channel": "text", "url": first.url}],
+            escalate=[
+                {"after_s": 300, "targets": [{"channel": "text", "url": second.url}]},
+                {"after_s": 600, "targets": [{"channel": "text", "url": third.url}]},
+            ],
+        )
         await first.wait_for(1)
         await fire_timers(redis, created_ms(q) + 300_000)
         await second.wait_for(1)

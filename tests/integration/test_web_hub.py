@@ -50,13 +50,18 @@ async def test_only_the_questions_session_is_woken(
     """A page of another session (or tenant) hears nothing of this question."""
     hub = hubs[0]
     mine, other_session, other_tenant = (
-        hub.subscribe("acme", "s1"), hub.subscribe("acme", "s2"), hub.subscribe("globex", "s1"))
+        hub.subscribe("acme", "s1"),
+        hub.subscribe("acme", "s2"),
+        hub.subscribe("globex", "s1"),
+    )
     store = Store(redis, settings)
     rec, _ = await store.create("acme", QuestionCreate(**ask_body("s1")))
     await store.end("acme", rec.id, Reason.CANCELLED)
     seen = [await asyncio.wait_for(mine.get(), 5) for _ in range(2)]
     assert [(c.type, c.status, c.reason) for c in seen if c] == [
-        ("question.created", "", ""), ("question.resolved", "no_answer", "cancelled")]
+        ("question.created", "", ""),
+        ("question.resolved", "no_answer", "cancelled"),
+    ]
     assert other_session.empty() and other_tenant.empty()
 
 
@@ -82,12 +87,23 @@ async def test_an_operator_page_hears_every_session_of_its_tenant(
     hub = hubs[0]
     operator, stranger = hub.subscribe("acme", ""), hub.subscribe("globex", "")
     store = Store(redis, settings)
-    rec, _ = await store.create("acme", QuestionCreate(**ask_body(
-        "s9", escalate=[{"after_s": 60, "targets": [{"channel": "text",
-                                                      "url": "https://x.example/"}]}])))
+    rec, _ = await store.create(
+        "acme",
+        QuestionCreate(
+            **ask_body(
+                "s9",
+                escalate=[
+                    {"after_s": 60, "targets": [{"channel": "text", "url": "https://x.example/"}]}
+                ],
+            )
+        ),
+    )
     await store.create("acme", QuestionCreate(**ask_body("s8")))
     await timers_once(store, rec.created_ms + 60_000)
     seen = [await asyncio.wait_for(operator.get(), 5) for _ in range(3)]
     assert sorted(c.type for c in seen if c is not None) == [
-        "question.created", "question.created", "question.escalate"]
+        "question.created",
+        "question.created",
+        "question.escalate",
+    ]
     assert stranger.empty()

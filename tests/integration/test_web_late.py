@@ -14,21 +14,33 @@ from tests.conftest import Tenant, ask_body
 
 
 async def test_a_page_answer_after_the_timeout_is_kept_as_late(
-        app_client: httpx.AsyncClient, web_client: httpx.AsyncClient, tenant: Tenant,
-        redis: Redis, settings: Settings) -> None:
+    app_client: httpx.AsyncClient,
+    web_client: httpx.AsyncClient,
+    tenant: Tenant,
+    redis: Redis,
+    settings: Settings,
+) -> None:
     """409 with the late message; the resource has it, through the web target."""
-    q = (await app_client.post("/v1/questions", json=ask_body(
-        targets=[{"channel": "web"}]), headers=tenant.headers)).json()
-    await sweep_once(Store(redis, settings), (await Store(redis, settings).load(q["id"]))
-                     .expires_ms + 1)  # type: ignore[union-attr]
+    q = (
+        await app_client.post(
+            "/v1/questions", json=ask_body(targets=[{"channel": "web"}]), headers=tenant.headers
+        )
+    ).json()
+    await sweep_once(
+        Store(redis, settings), (await Store(redis, settings).load(q["id"])).expires_ms + 1
+    )  # type: ignore[union-attr]
     link = urlsplit(q["web_url"])
     params = {k: v[0] for k, v in parse_qs(link.query).items()}
     params.update(tenant=tenant.id, session="s1")
-    r = await web_client.post("/api/answer", params=params, json={
-        "question_id": q["id"], "answers": {"deploy_target": ["Production"]}})
+    r = await web_client.post(
+        "/api/answer",
+        params=params,
+        json={"question_id": q["id"], "answers": {"deploy_target": ["Production"]}},
+    )
     assert r.status_code == 409
     assert r.json()["message"] == (
-        "This question has expired; your answer was recorded but the agent went on without it.")
+        "This question has expired; your answer was recorded but the agent went on without it."
+    )
     res = (await app_client.get(f"/v1/questions/{q['id']}", headers=tenant.headers)).json()
     assert res["late_answer"]["responder"] == {"channel": "web"}
     assert res["late_answer"]["target"] == 0

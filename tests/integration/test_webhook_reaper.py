@@ -53,13 +53,11 @@ def receiver() -> Iterator[Receiver]:
 
 
 def hook_settings(url: str, **overrides: Any) -> WebhookSettings:
-    return WebhookSettings(redis_url=url, outbound_allow=LOCAL, webhook_backoff_s=0,
-                           **overrides)
+    return WebhookSettings(redis_url=url, outbound_allow=LOCAL, webhook_backoff_s=0, **overrides)
 
 
 async def final_question(client: httpx.AsyncClient, tenant: Tenant, url: str) -> str:
-    r = await client.post("/v1/questions", json=ask_body(callback_url=url),
-                          headers=tenant.headers)
+    r = await client.post("/v1/questions", json=ask_body(callback_url=url), headers=tenant.headers)
     qid = str(r.json()["id"])
     await client.post(f"/v1/questions/{qid}/skip", headers=tenant.headers)
     return qid
@@ -82,8 +80,12 @@ def queued_attempts(sync_redis: SyncRedis) -> list[str]:
 
 
 async def test_interrupted_attempt_is_counted_and_retried(
-    app_client: httpx.AsyncClient, tenant: Tenant, redis: Redis, redis_server: RedisProcess,
-    sync_redis: SyncRedis, receiver: Receiver
+    app_client: httpx.AsyncClient,
+    tenant: Tenant,
+    redis: Redis,
+    redis_server: RedisProcess,
+    sync_redis: SyncRedis,
+    receiver: Receiver,
 ) -> None:
     """A dead worker's attempt 1 is listed as interrupted, and attempt 2 delivers."""
     s = hook_settings(redis_server.url)
@@ -96,14 +98,17 @@ async def test_interrupted_attempt_is_counted_and_retried(
     assert await asyncio.to_thread(attempt_delivery, sync_redis, s, qid, 2) == "delivered"
     h = await hook(redis, qid)
     assert h["status"] == "delivered"
-    assert [a.get("error") or a.get("status_code") for a in h["attempts"]] == [
-        "interrupted", 200]
+    assert [a.get("error") or a.get("status_code") for a in h["attempts"]] == ["interrupted", 200]
     assert [r.headers["x-askgate-attempt"] for r in receiver.received] == ["2"]
 
 
 async def test_a_late_answers_interrupted_attempt_is_retried_as_its_own_chain(
-    app_client: httpx.AsyncClient, tenant: Tenant, redis: Redis, redis_server: RedisProcess,
-    sync_redis: SyncRedis, receiver: Receiver
+    app_client: httpx.AsyncClient,
+    tenant: Tenant,
+    redis: Redis,
+    redis_server: RedisProcess,
+    sync_redis: SyncRedis,
+    receiver: Receiver,
 ) -> None:
     """A late answer's delivery is reaped like the result's: interrupted, then attempt 2
     posts it; the result's own delivery is not touched."""
@@ -111,8 +116,11 @@ async def test_a_late_answers_interrupted_attempt_is_retried_as_its_own_chain(
 
     s = hook_settings(redis_server.url)
     qid = await final_question(app_client, tenant, receiver.url)
-    r = await app_client.post(f"/v1/questions/{qid}/answer", headers=tenant.headers,
-                              json={"answers": {"deploy_target": ["Production"]}})
+    r = await app_client.post(
+        f"/v1/questions/{qid}/answer",
+        headers=tenant.headers,
+        json={"answers": {"deploy_target": ["Production"]}},
+    )
     assert r.json()["error"]["late_answer_recorded"] is True
     late = delivery_key(qid, 0)
     WebhookEnqueuer(sync_redis, s).start(late)
@@ -124,14 +132,19 @@ async def test_a_late_answers_interrupted_attempt_is_retried_as_its_own_chain(
     (posted,) = receiver.received
     assert posted.headers["x-askgate-event"] == "question.late_answer"
     q = (await app_client.get(f"/v1/questions/{qid}", headers=tenant.headers)).json()
-    assert [a.get("error") or a.get("status_code")
-            for a in q["late_answers"][0]["webhook"]["attempts"]] == ["interrupted", 200]
+    assert [
+        a.get("error") or a.get("status_code") for a in q["late_answers"][0]["webhook"]["attempts"]
+    ] == ["interrupted", 200]
     assert q["webhook"] is None  # the result's chain was never begun here
 
 
 async def test_interrupted_last_attempt_is_a_dead_letter(
-    app_client: httpx.AsyncClient, tenant: Tenant, redis: Redis, redis_server: RedisProcess,
-    sync_redis: SyncRedis, receiver: Receiver
+    app_client: httpx.AsyncClient,
+    tenant: Tenant,
+    redis: Redis,
+    redis_server: RedisProcess,
+    sync_redis: SyncRedis,
+    receiver: Receiver,
 ) -> None:
     """When the interrupted attempt was the last one, the delivery ends as a dead letter."""
     s = hook_settings(redis_server.url, webhook_max_attempts=1)
@@ -147,8 +160,12 @@ async def test_interrupted_last_attempt_is_a_dead_letter(
 
 
 async def test_lost_retry_job_is_enqueued_again(
-    app_client: httpx.AsyncClient, tenant: Tenant, redis: Redis, redis_server: RedisProcess,
-    sync_redis: SyncRedis, receiver: Receiver
+    app_client: httpx.AsyncClient,
+    tenant: Tenant,
+    redis: Redis,
+    redis_server: RedisProcess,
+    sync_redis: SyncRedis,
+    receiver: Receiver,
 ) -> None:
     """A retry recorded but never scheduled (the worker died in between) is enqueued."""
     s = hook_settings(redis_server.url)
@@ -163,8 +180,13 @@ async def test_lost_retry_job_is_enqueued_again(
 
 @pytest.mark.parametrize("status", ["started", "queued"])
 async def test_job_stuck_with_a_dead_worker_is_replaced_and_posts_once(
-    app_client: httpx.AsyncClient, tenant: Tenant, redis: Redis, redis_server: RedisProcess,
-    sync_redis: SyncRedis, receiver: Receiver, status: str
+    app_client: httpx.AsyncClient,
+    tenant: Tenant,
+    redis: Redis,
+    redis_server: RedisProcess,
+    sync_redis: SyncRedis,
+    receiver: Receiver,
+    status: str,
 ) -> None:
     """A job a dead worker had taken off the queue (started, or still marked queued in its
     intermediate queue) gets a fresh twin; running both posts once."""
@@ -184,8 +206,12 @@ async def test_job_stuck_with_a_dead_worker_is_replaced_and_posts_once(
 
 
 async def test_live_attempt_is_left_alone(
-    app_client: httpx.AsyncClient, tenant: Tenant, redis: Redis, redis_server: RedisProcess,
-    sync_redis: SyncRedis, receiver: Receiver
+    app_client: httpx.AsyncClient,
+    tenant: Tenant,
+    redis: Redis,
+    redis_server: RedisProcess,
+    sync_redis: SyncRedis,
+    receiver: Receiver,
 ) -> None:
     """An attempt within its lease is not touched, and its own record still lands."""
     s = hook_settings(redis_server.url)
@@ -196,15 +222,22 @@ async def test_live_attempt_is_left_alone(
     state = WebhookState(sync_redis)
     assert state.claim(qid, 1, lease, until)
     assert await asyncio.to_thread(reap_once, sync_redis, s) == {}
-    doc = {"status": "delivered", "attempts": [{"at": "x", "status_code": 200}],
-           "next_attempt_at": None}
+    doc = {
+        "status": "delivered",
+        "attempts": [{"at": "x", "status_code": 200}],
+        "next_attempt_at": None,
+    }
     assert state.record(qid, 1, lease, doc, None) == "ok"
     assert await redis.zcard(keys.webhook_due(keys.shard_of(qid))) == 0
 
 
 async def test_late_record_of_a_reaped_attempt_is_refused(
-    app_client: httpx.AsyncClient, tenant: Tenant, redis: Redis, redis_server: RedisProcess,
-    sync_redis: SyncRedis, receiver: Receiver
+    app_client: httpx.AsyncClient,
+    tenant: Tenant,
+    redis: Redis,
+    redis_server: RedisProcess,
+    sync_redis: SyncRedis,
+    receiver: Receiver,
 ) -> None:
     """Once the reaper closed attempt n, that attempt's own record cannot overwrite it."""
     s = hook_settings(redis_server.url)

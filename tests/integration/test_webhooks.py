@@ -83,9 +83,11 @@ async def ask_and_answer(client: httpx.AsyncClient, tenant: Tenant, url: str) ->
     r = await client.post("/v1/questions", json=ask_body(callback_url=url), headers=tenant.headers)
     assert r.status_code == 201, r.text
     qid: str = r.json()["id"]
-    r = await client.post(f"/v1/questions/{qid}/answer",
-                          json={"answers": {"deploy_target": ["Production"]}},
-                          headers=tenant.headers)
+    r = await client.post(
+        f"/v1/questions/{qid}/answer",
+        json={"answers": {"deploy_target": ["Production"]}},
+        headers=tenant.headers,
+    )
     assert r.status_code == 200, r.text
     return qid
 
@@ -104,9 +106,10 @@ async def settled_webhook(client: httpx.AsyncClient, tenant: Tenant, qid: str) -
 def verify(secret: str, headers: dict[str, str], body: bytes) -> bool:
     """The README's verification recipe, verbatim."""
     timestamp = headers["x-askgate-timestamp"]
-    expected = "v1=" + hmac.new(
-        secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256
-    ).hexdigest()
+    expected = (
+        "v1="
+        + hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+    )
     fresh = abs(time.time() - int(timestamp)) <= 300
     return fresh and hmac.compare_digest(expected, headers["x-askgate-signature"])
 
@@ -123,8 +126,10 @@ async def test_result_is_posted_signed(
     body = req.json()
     assert body["question_id"] == qid
     assert body["status"] == "answered" and body["reason"] is None
-    assert body["result"] == {"status": "answered",
-                              "answers": {"answers": {"deploy_target": ["Production"]}}}
+    assert body["result"] == {
+        "status": "answered",
+        "answers": {"answers": {"deploy_target": ["Production"]}},
+    }
     assert body["answers"] == {"deploy_target": ["Production"]}
     assert body["session"] == "s1" and body["run_id"] is None
     assert body["created_at"] and body["resolved_at"]
@@ -135,14 +140,18 @@ async def test_no_answer_is_posted_with_reason(
     app_client: httpx.AsyncClient, tenant: Tenant, receiver: Receiver
 ) -> None:
     """A skipped ask is delivered as no_answer with its reason and no answers."""
-    r = await app_client.post("/v1/questions", json=ask_body(callback_url=receiver.url),
-                              headers=tenant.headers)
+    r = await app_client.post(
+        "/v1/questions", json=ask_body(callback_url=receiver.url), headers=tenant.headers
+    )
     qid = r.json()["id"]
     await app_client.post(f"/v1/questions/{qid}/skip", headers=tenant.headers)
     (req,) = await receiver.wait_for(1)
     body = req.json()
     assert (body["status"], body["reason"], body["result"]) == (
-        "no_answer", "skipped", {"status": "no_answer"})
+        "no_answer",
+        "skipped",
+        {"status": "no_answer"},
+    )
     assert "answers" not in body
 
 
@@ -198,8 +207,14 @@ async def test_last_attempt_becomes_a_listed_dead_letter(
     assert (dead["question_id"], dead["url"], dead["attempts"]) == (qid, receiver.url, 3)
     assert dead["last"]["status_code"] == 502
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "askgate_webhooks", "dead", "--tenant", tenant.id,
-        env={**os.environ, "REDIS_URL": redis_server.url}, stdout=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-m",
+        "askgate_webhooks",
+        "dead",
+        "--tenant",
+        tenant.id,
+        env={**os.environ, "REDIS_URL": redis_server.url},
+        stdout=asyncio.subprocess.PIPE,
     )
     stdout, _ = await proc.communicate()
     assert proc.returncode == 0
@@ -213,8 +228,9 @@ async def test_unreachable_receiver_is_retried(
     with Receiver() as closed:
         url = closed.url  # the port is free again once the receiver is closed
     qid = await ask_and_answer(app_client, tenant, url)
-    settings = WebhookSettings(redis_url=redis_server.url, webhook_max_attempts=3,
-                               outbound_allow=LOCAL)
+    settings = WebhookSettings(
+        redis_url=redis_server.url, webhook_max_attempts=3, outbound_allow=LOCAL
+    )
     WebhookEnqueuer(sync_redis, settings).start(qid)
     assert await asyncio.to_thread(attempt_delivery, sync_redis, settings, qid, 1) == "retry"
     hook = (await app_client.get(f"/v1/questions/{qid}", headers=tenant.headers)).json()["webhook"]
@@ -223,8 +239,11 @@ async def test_unreachable_receiver_is_retried(
 
 
 async def test_reprocessed_entry_enqueues_once(
-    app_client: httpx.AsyncClient, tenant: Tenant, sync_redis: SyncRedis,
-    redis_server: RedisProcess, receiver: Receiver
+    app_client: httpx.AsyncClient,
+    tenant: Tenant,
+    sync_redis: SyncRedis,
+    redis_server: RedisProcess,
+    receiver: Receiver,
 ) -> None:
     """Handling the same resolved event twice enqueues one job."""
     qid = await ask_and_answer(app_client, tenant, receiver.url)
@@ -237,8 +256,11 @@ async def test_reprocessed_entry_enqueues_once(
 
 
 async def test_attempt_runs_once(
-    app_client: httpx.AsyncClient, tenant: Tenant, sync_redis: SyncRedis,
-    redis_server: RedisProcess, receiver: Receiver
+    app_client: httpx.AsyncClient,
+    tenant: Tenant,
+    sync_redis: SyncRedis,
+    redis_server: RedisProcess,
+    receiver: Receiver,
 ) -> None:
     """A job that RQ runs twice posts once: the second run finds the attempt claimed."""
     qid = await ask_and_answer(app_client, tenant, receiver.url)
@@ -271,8 +293,9 @@ async def test_a_late_answer_is_posted_as_its_own_event(
     from askgate.store import Store
     from askgate_sweeper.__main__ import sweep_once
 
-    r = await app_client.post("/v1/questions", json=ask_body(callback_url=receiver.url),
-                              headers=tenant.headers)
+    r = await app_client.post(
+        "/v1/questions", json=ask_body(callback_url=receiver.url), headers=tenant.headers
+    )
     qid = r.json()["id"]
     store = Store(redis, Settings(redis_url="redis://unused"))
     rec = await store.load(qid)
@@ -280,8 +303,11 @@ async def test_a_late_answer_is_posted_as_its_own_event(
     await sweep_once(store, rec.expires_ms + 1)
     (result,) = await receiver.wait_for(1)
     assert result.json()["status"] == "no_answer"
-    r = await app_client.post(f"/v1/questions/{qid}/answer", headers=tenant.headers,
-                              json={"answers": {"deploy_target": ["Production"]}})
+    r = await app_client.post(
+        f"/v1/questions/{qid}/answer",
+        headers=tenant.headers,
+        json={"answers": {"deploy_target": ["Production"]}},
+    )
     assert r.json()["error"]["late_answer_recorded"] is True
     _, late = await receiver.wait_for(2)
     assert verify(tenant.webhook_secret, late.headers, late.body)

@@ -10,14 +10,26 @@ from askgate.models import QuestionIn
 from askgate.record import Record
 
 
-def record_of(questions: Sequence[QuestionIn], *, status: str = "pending",
-              reason: str | None = None, result: Mapping[str, Any] | None = None,
-              locale: str = "en", targets: Sequence[Mapping[str, Any]] = ()) -> Record:
+def record_of(
+    questions: Sequence[QuestionIn],
+    *,
+    status: str = "pending",
+    reason: str | None = None,
+    result: Mapping[str, Any] | None = None,
+    locale: str = "en",
+    targets: Sequence[Mapping[str, Any]] = (),
+) -> Record:
     fields = {
-        "tenant": "t1", "session": "s1", "status": status, "locale": locale,
-        "created": "1764500000000", "expires": "1764500900000", "timeout": "900",
+        "tenant": "t1",
+        "session": "s1",
+        "status": status,
+        "locale": locale,
+        "created": "1764500000000",
+        "expires": "1764500900000",
+        "timeout": "900",
         "doc": orjson.dumps([q.model_dump(mode="json") for q in questions]).decode(),
-        "targets": orjson.dumps(list(targets)).decode(), "ntargets": str(len(targets)),
+        "targets": orjson.dumps(list(targets)).decode(),
+        "ntargets": str(len(targets)),
         "channels": "web",
     }
     if reason:

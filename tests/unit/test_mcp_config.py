@@ -13,8 +13,10 @@ STEP = {"after_s": 600, "targets": [{"channel": "telegram", "chat_id": "42"}]}
 def test_remind_and_escalate_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """ASKGATE_REMIND and ASKGATE_ESCALATE are read as JSON."""
     monkeypatch.setenv("ASKGATE_REMIND", '{"every_s": 300, "max": 2}')
-    monkeypatch.setenv("ASKGATE_ESCALATE",
-                       '[{"after_s": 600, "targets": [{"channel": "telegram", "chat_id": "42"}]}]')
+    monkeypatch.setenv(
+        "ASKGATE_ESCALATE",
+        '[{"after_s": 600, "targets": [{"channel": "telegram", "chat_id": "42"}]}]',
+    )
     settings = load_settings(api_key="k")
     assert (settings.remind, settings.escalate) == ({"every_s": 300, "max": 2}, [STEP])
 

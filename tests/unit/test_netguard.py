@@ -97,9 +97,15 @@ ALLOWED = [
     "https://hook.example/askgate",
     "https://v6.example:8443/x",
 ]
-RESOLVES_INSIDE = ["http://inside.example/", "http://mixed.example/", "http://loop6.example/",
-                   "http://mapped.example/", "http://cgnat.example/", "http://zoned.example/",
-                   "http://empty.example/"]
+RESOLVES_INSIDE = [
+    "http://inside.example/",
+    "http://mixed.example/",
+    "http://loop6.example/",
+    "http://mapped.example/",
+    "http://cgnat.example/",
+    "http://zoned.example/",
+    "http://empty.example/",
+]
 
 
 @pytest.mark.parametrize(("url", "kind"), REFUSED, ids=[u for u, _ in REFUSED])
@@ -148,16 +154,19 @@ def test_unresolvable_host_gets_the_same_message() -> None:
     assert exc.value.message == netguard.unresolvable_message("nowhere.example")
 
 
-@pytest.mark.parametrize("url", ["ftp://example.com/", "http://", "javascript:alert(1)",
-                                 "not a url"])
+@pytest.mark.parametrize(
+    "url", ["ftp://example.com/", "http://", "javascript:alert(1)", "not a url"]
+)
 def test_non_http_url_is_refused(url: str) -> None:
     """Only http(s) URLs with a host are considered."""
     with pytest.raises(Refused, match="http"):
         judge(url)
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1:9/", "http://[::ffff:127.0.0.1]/",
-                                 "http://localhost:9/", "http://127.1/"])
+@pytest.mark.parametrize(
+    "url",
+    ["http://127.0.0.1:9/", "http://[::ffff:127.0.0.1]/", "http://localhost:9/", "http://127.1/"],
+)
 def test_allow_list_opens_a_range_in_every_spelling(url: str) -> None:
     """An allowed CIDR opens its addresses however they are written."""
     assert judge(url, Policy(parse_cidrs("127.0.0.0/8"))).addresses
@@ -166,7 +175,8 @@ def test_allow_list_opens_a_range_in_every_spelling(url: str) -> None:
 def test_allow_list_opens_resolved_hosts() -> None:
     """A host resolving into an allowed range passes."""
     assert judge("http://inside.example/", Policy(parse_cidrs("10.0.0.0/8"))).addresses == (
-        "10.0.0.5",)
+        "10.0.0.5",
+    )
 
 
 def test_allow_list_never_opens_metadata() -> None:

@@ -56,11 +56,21 @@ def test_backoff_honours_retry_after() -> None:
 
 
 def _final(status: str, reason: str, result: bytes) -> Record:
-    return Record("q00abcdefghijklmnopqrst", {
-        "tenant": "t1", "session": "s1", "status": status, "reason": reason,
-        "result": result.decode(), "created": "1700000000000", "resolved": "1700000005000",
-        "doc": "[]", "responder": '{"channel":"text","user_id":"u1"}', "run": "r1",
-    })
+    return Record(
+        "q00abcdefghijklmnopqrst",
+        {
+            "tenant": "t1",
+            "session": "s1",
+            "status": status,
+            "reason": reason,
+            "result": result.decode(),
+            "created": "1700000000000",
+            "resolved": "1700000005000",
+            "doc": "[]",
+            "responder": '{"channel":"text","user_id":"u1"}',
+            "run": "r1",
+        },
+    )
 
 
 def test_answered_body_carries_the_seed_result_and_answers() -> None:
@@ -69,11 +79,16 @@ def test_answered_body_carries_the_seed_result_and_answers() -> None:
     body = orjson.loads(result_body(_final("answered", "", seed)))
     assert orjson.dumps(body["result"]) == seed
     assert body == {
-        "question_id": "q00abcdefghijklmnopqrst", "status": "answered", "reason": None,
-        "result": orjson.loads(seed), "answers": {"deploy_target": ["Production"]},
+        "question_id": "q00abcdefghijklmnopqrst",
+        "status": "answered",
+        "reason": None,
+        "result": orjson.loads(seed),
+        "answers": {"deploy_target": ["Production"]},
         "responder": {"channel": "text", "user_id": "u1"},
-        "created_at": "2023-11-14T22:13:20.000Z", "resolved_at": "2023-11-14T22:13:25.000Z",
-        "session": "s1", "run_id": "r1",
+        "created_at": "2023-11-14T22:13:20.000Z",
+        "resolved_at": "2023-11-14T22:13:25.000Z",
+        "session": "s1",
+        "run_id": "r1",
     }
 
 

@@ -37,7 +37,10 @@ DEPLOY = make(
 )
 DB = make("database", "DB", "Which database?", ["Postgres", "SQLite"])
 AREAS = make(
-    "areas", "Areas", "Which areas need tests?", ["Auth", "Billing", "Search, sort", "UI"],
+    "areas",
+    "Areas",
+    "Which areas need tests?",
+    ["Auth", "Billing", "Search, sort", "UI"],
     multi=True,
 )
 PRECHECK = make("precheck", "Pre-check", "Run the pre-check first?", ["Yes", "No"])
@@ -185,8 +188,7 @@ def test_30000_keyed_lines_join_in_order() -> None:
     """30,000 keyed lines for one multi-select question join into its values."""
     lines = [f"areas: v{i}" for i in range(30_000)] + ["DB: 2"]
     reply = parse_reply([DB, AREAS], "\n".join(lines))
-    assert answers(reply) == {"database": ["SQLite"],
-                              "areas": [f"v{i}" for i in range(30_000)]}
+    assert answers(reply) == {"database": ["SQLite"], "areas": [f"v{i}" for i in range(30_000)]}
 
 
 def test_header_with_a_hyphen_is_a_key() -> None:
@@ -339,13 +341,31 @@ def skip_like(text: str) -> bool:
     return unicodedata.normalize("NFC", text).strip().casefold().rstrip(".!") in SKIP_WORDS
 
 
-labels_st = st.one_of(
-    st.sampled_from(
-        ["Auth", "Billing", "Search, sort", "Staging (Recommended)", "UI", "Yes", "No",
-         "Zürich", "Genève", "नमस्ते", "Diğer şehir", "a; b", "12", "2024-06-01"]
-    ),
-    st.text(min_size=1, max_size=30),
-).map(lambda s: " ".join(s.split())).filter(bool)
+labels_st = (
+    st.one_of(
+        st.sampled_from(
+            [
+                "Auth",
+                "Billing",
+                "Search, sort",
+                "Staging (Recommended)",
+                "UI",
+                "Yes",
+                "No",
+                "Zürich",
+                "Genève",
+                "नमस्ते",
+                "Diğer şehir",
+                "a; b",
+                "12",
+                "2024-06-01",
+            ]
+        ),
+        st.text(min_size=1, max_size=30),
+    )
+    .map(lambda s: " ".join(s.split()))
+    .filter(bool)
+)
 
 
 @st.composite
@@ -469,7 +489,6 @@ def test_property_parse_reply_is_total(questions: list[QuestionIn], text: str, l
             assert len(reply.answers[q.id]) == 1
 
 
-
 # -- keyed and unkeyed lines in one reply -------------------------------------------------
 
 WHEN = make("meeting_time", "Time", "When should we meet?", ["Morning", "Afternoon"])
@@ -480,27 +499,37 @@ SITE = make("site", "Site", "Which page is broken?", ["Home", "Docs"])
 def test_a_keyed_line_and_an_unkeyed_one_share_the_questions() -> None:
     """`14:30` is the first question's value; `q2: real answer` goes to q2 by its key."""
     assert answers(parse_reply([WHEN, NOTE], "14:30\nq2: real answer")) == {
-        "meeting_time": ["14:30"], "q2": ["real answer"]}
+        "meeting_time": ["14:30"],
+        "q2": ["real answer"],
+    }
 
 
 def test_the_keyed_line_may_come_first() -> None:
     """The unkeyed lines fill the questions no key named, whatever the keyed lines' place."""
     assert answers(parse_reply([DEPLOY, DB, AREAS], "DB: 2\nProduction\nauth, ui")) == {
-        "database": ["SQLite"], "deploy_target": ["Production"], "areas": ["Auth", "UI"]}
+        "database": ["SQLite"],
+        "deploy_target": ["Production"],
+        "areas": ["Auth", "UI"],
+    }
 
 
-@pytest.mark.parametrize("value", ["2026-07-08", "https://example.com/a-b?c=d", "14:30",
-                                   "10:00 - 11:00"])
+@pytest.mark.parametrize(
+    "value", ["2026-07-08", "https://example.com/a-b?c=d", "14:30", "10:00 - 11:00"]
+)
 def test_a_value_that_only_looks_keyed_is_a_value(value: str) -> None:
     """A date, a URL, a time (or a range) whose 'key' names no question is the value."""
     assert answers(parse_reply([WHEN, SITE], f"{value}\n2")) == {
-        "meeting_time": [value], "site": ["Docs"]}
+        "meeting_time": [value],
+        "site": ["Docs"],
+    }
 
 
 def test_a_key_that_is_a_position_makes_the_line_keyed() -> None:
     """`2:30` keys question 2 (a position) with the value `30`: the rule is the key's."""
     assert answers(parse_reply([WHEN, NOTE], "2:30\nmorning")) == {
-        "q2": ["30"], "meeting_time": ["Morning"]}
+        "q2": ["30"],
+        "meeting_time": ["Morning"],
+    }
 
 
 def test_more_unkeyed_lines_than_questions_left_is_refused() -> None:
@@ -514,7 +543,9 @@ def test_more_unkeyed_lines_than_questions_left_is_refused() -> None:
 def test_blank_lines_among_mixed_lines_do_not_count() -> None:
     """With a keyed line present, blank lines hold no place: the unkeyed line fills."""
     assert answers(parse_reply([WHEN, NOTE], "\nq2: yes\n\nafternoon\n")) == {
-        "q2": ["Yes"], "meeting_time": ["Afternoon"]}
+        "q2": ["Yes"],
+        "meeting_time": ["Afternoon"],
+    }
 
 
 SEPARATORS = re.compile(r"[:=\-\s]")
@@ -525,8 +556,12 @@ def key_of(draw: st.DrawFn, questions: list[QuestionIn], i: int) -> str:
     separator and no other question could claim it) its header."""
     q = questions[i]
     kinds = ["id", "position"]
-    others = {fold(x) for j, o in enumerate(questions) if j != i
-              for x in (o.id, o.header, o.question, o.question.rstrip("?"), str(j + 1))}
+    others = {
+        fold(x)
+        for j, o in enumerate(questions)
+        if j != i
+        for x in (o.id, o.header, o.question, o.question.rstrip("?"), str(j + 1))
+    }
     if not SEPARATORS.search(q.header) and fold(q.header) not in others:
         kinds.append("header")
     kind = draw(st.sampled_from(kinds))
@@ -535,8 +570,9 @@ def key_of(draw: st.DrawFn, questions: list[QuestionIn], i: int) -> str:
 
 @PROPERTY
 @given(data=st.data(), questions=asks_st(min_size=2))
-def test_property_mixed_keyed_and_unkeyed_lines(data: st.DataObject,
-                                                questions: list[QuestionIn]) -> None:
+def test_property_mixed_keyed_and_unkeyed_lines(
+    data: st.DataObject, questions: list[QuestionIn]
+) -> None:
     """Any questions keyed (id, header or position), in any place among the others: the
     keyed lines answer their questions and the rest fill the others in order."""
     picks = [data.draw(st.integers(1, len(q.options))) for q in questions]
@@ -547,31 +583,40 @@ def test_property_mixed_keyed_and_unkeyed_lines(data: st.DataObject,
         lines.insert(data.draw(st.integers(0, len(lines))), line)
     reply = parse_reply(questions, "\n".join(lines))
     assert answers(reply) == {
-        q.id: [q.options[n - 1].label] for q, n in zip(questions, picks, strict=True)}
+        q.id: [q.options[n - 1].label] for q, n in zip(questions, picks, strict=True)
+    }
 
 
 looks_keyed_st = st.one_of(
     st.builds(lambda h, m: f"{h}:{m:02d}", st.integers(4, 23), st.integers(0, 59)),
-    st.builds(lambda y, m, d: f"{y}-{m:02d}-{d:02d}", st.integers(2000, 2099),
-              st.integers(1, 12), st.integers(1, 28)),
-    st.builds(lambda p: f"https://example.com/{p}", st.from_regex(r"[a-z0-9\-]{0,12}",
-                                                                    fullmatch=True)),
+    st.builds(
+        lambda y, m, d: f"{y}-{m:02d}-{d:02d}",
+        st.integers(2000, 2099),
+        st.integers(1, 12),
+        st.integers(1, 28),
+    ),
+    st.builds(
+        lambda p: f"https://example.com/{p}", st.from_regex(r"[a-z0-9\-]{0,12}", fullmatch=True)
+    ),
 )
 
 
 @PROPERTY
 @given(data=st.data(), questions=asks_st(min_size=2))
 def test_property_values_that_only_look_keyed_stay_values(
-        data: st.DataObject, questions: list[QuestionIn]) -> None:
+    data: st.DataObject, questions: list[QuestionIn]
+) -> None:
     """Times, dates and URLs as unkeyed lines are the values of their questions, in order,
     next to a keyed line for the last question."""
     values = [data.draw(looks_keyed_st) for _ in questions[:-1]]
     for v in values:
         # Every key the line could be read with (the text before each separator).
-        keys = {fold(v[:m.start()]) for m in re.finditer(r"\s*(?::|=|\s-\s|-)\s*", v)}
+        keys = {fold(v[: m.start()]) for m in re.finditer(r"\s*(?::|=|\s-\s|-)\s*", v)}
         for q in questions:
-            assume(not keys & {fold(q.id), fold(q.header), fold(q.question),
-                               fold(q.question.rstrip("?"))})
+            assume(
+                not keys
+                & {fold(q.id), fold(q.header), fold(q.question), fold(q.question.rstrip("?"))}
+            )
         assume(not any(names_label(q, v) for q in questions))
     last = len(questions) - 1
     lines = [*values, f"{questions[last].id}: 1"]

@@ -8,9 +8,18 @@ import orjson
 from askgate.record import Record
 from askgate.resource import QuestionPublic
 
-DOC = [{"id": "deploy_target", "header": "Deploy", "question": "Where?", "multiSelect": False,
-        "options": [{"label": "Staging (Recommended)", "description": "Safe"},
-                    {"label": "Production"}]}]
+DOC = [
+    {
+        "id": "deploy_target",
+        "header": "Deploy",
+        "question": "Where?",
+        "multiSelect": False,
+        "options": [
+            {"label": "Staging (Recommended)", "description": "Safe"},
+            {"label": "Production"},
+        ],
+    }
+]
 
 
 def model_form(data: dict[str, Any]) -> dict[str, Any]:
@@ -25,14 +34,26 @@ def model_form(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def record(**extra: str) -> Record:
-    return Record("q03abcdefghijabcdefghij", {
-        "tenant": "t1", "session": "s", "status": "pending", "locale": "tr",
-        "created": "1764500000000", "expires": "1764500900000", "timeout": "900",
-        "doc": orjson.dumps(DOC).decode(), "channels": "web,telegram", "ntargets": "2",
-        "targets": orjson.dumps([{"channel": "telegram", "chat_id": "5"},
-                                 {"channel": "web"}]).decode(),
-        "ds:1": "delivered", **extra,
-    })
+    return Record(
+        "q03abcdefghijabcdefghij",
+        {
+            "tenant": "t1",
+            "session": "s",
+            "status": "pending",
+            "locale": "tr",
+            "created": "1764500000000",
+            "expires": "1764500900000",
+            "timeout": "900",
+            "doc": orjson.dumps(DOC).decode(),
+            "channels": "web,telegram",
+            "ntargets": "2",
+            "targets": orjson.dumps(
+                [{"channel": "telegram", "chat_id": "5"}, {"channel": "web"}]
+            ).decode(),
+            "ds:1": "delivered",
+            **extra,
+        },
+    )
 
 
 def test_pending_resource_matches_model() -> None:
@@ -47,9 +68,13 @@ def test_pending_resource_matches_model() -> None:
 
 def test_final_resource_matches_model() -> None:
     """An answered question's dict carries the result, responder and resolution time."""
-    rec = record(status="answered", result='{"status":"answered","answers":{"answers":'
-                 '{"deploy_target":["Production"]}}}', responder='{"channel":"api"}',
-                 resolved="1764500100000", run="r1")
+    rec = record(
+        status="answered",
+        result='{"status":"answered","answers":{"answers":{"deploy_target":["Production"]}}}',
+        responder='{"channel":"api"}',
+        resolved="1764500100000",
+        run="r1",
+    )
     data = rec.public_dict()
     assert data == model_form(data)
     assert data["responder"] == {"channel": "api", "user_id": None, "name": None}

@@ -48,7 +48,9 @@ def make(
 
 
 DEPLOY = make(
-    "deploy_target", "Deploy", "Where should I deploy this build?",
+    "deploy_target",
+    "Deploy",
+    "Where should I deploy this build?",
     ["Staging (Recommended)", "Production"],
 )
 DB = make("database", "DB", "Which database?", ["Postgres", "SQLite"])
@@ -68,10 +70,13 @@ def test_result_json_is_the_seed_bytes() -> None:
 def test_result_json_keeps_question_order_and_utf8() -> None:
     """Several questions keep their order; non-ASCII text is plain UTF-8, not escaped."""
     raw = result_json({"database": ["SQLite"], "areas": ["Diğer şehir", "नमस्ते"]})
-    assert raw == (
-        '{"status":"answered","answers":{"answers":'
-        '{"database":["SQLite"],"areas":["Diğer şehir","नमस्ते"]}}}'
-    ).encode()
+    assert (
+        raw
+        == (
+            '{"status":"answered","answers":{"answers":'
+            '{"database":["SQLite"],"areas":["Diğer şehir","नमस्ते"]}}}'
+        ).encode()
+    )
 
 
 # -- canonical_answers -------------------------------------------------------------------
@@ -84,8 +89,11 @@ def test_result_json_keeps_question_order_and_utf8() -> None:
         pytest.param(["STAGING"], ["Staging (Recommended)"], id="label-without-recommended"),
         pytest.param("production", ["Production"], id="bare-string"),
         pytest.param(["  ship it tomorrow  "], ["ship it tomorrow"], id="free-text-trimmed"),
-        pytest.param(["staging", "Staging (Recommended)"], ["Staging (Recommended)"],
-                     id="same-option-twice-is-one"),
+        pytest.param(
+            ["staging", "Staging (Recommended)"],
+            ["Staging (Recommended)"],
+            id="same-option-twice-is-one",
+        ),
     ],
 )
 def test_canonical_answers_single_select(
@@ -115,8 +123,7 @@ def test_canonical_answers_refuses_unknown_question_id() -> None:
     with pytest.raises(ValidationFailed) as exc:
         canonical_answers([DEPLOY, DB], {"deploy_target": ["Production"], "region": ["eu"]})
     assert exc.value.message == (
-        "answers.region is not a question of this ask; answer with the ids "
-        "deploy_target, database"
+        "answers.region is not a question of this ask; answer with the ids deploy_target, database"
     )
     assert exc.value.http_status == 422
 
@@ -213,9 +220,7 @@ def test_question_id_is_deterministic_with_tool_call_id() -> None:
         pytest.param(("acme", "s1", "run-1", "call-8"), id="tool-call"),
     ],
 )
-def test_question_id_differs_when_the_identity_differs(
-    other: tuple[str, str, str, str]
-) -> None:
+def test_question_id_differs_when_the_identity_differs(other: tuple[str, str, str, str]) -> None:
     """Another tenant, run or tool call never collides with the original id."""
     assert new_question_id(*other) != new_question_id("acme", "s1", "run-1", "call-7")
 
@@ -255,8 +260,12 @@ def test_question_id_carries_its_shard_and_fits_callback_data(
 def test_prompt_numbers_options_for_one_question() -> None:
     """One question: header, question, numbered options with descriptions, guidance."""
     question = DEPLOY.model_copy(
-        update={"options": [DEPLOY.options[0].model_copy(update={"description": "Safe"}),
-                            DEPLOY.options[1]]}
+        update={
+            "options": [
+                DEPLOY.options[0].model_copy(update={"description": "Safe"}),
+                DEPLOY.options[1],
+            ]
+        }
     )
     assert prompt_text([question], "en") == (
         "[Deploy] Where should I deploy this build?\n"
@@ -320,8 +329,10 @@ def long_asks(draw: st.DrawFn) -> list[QuestionIn]:
                     "header": "H" * draw(st.integers(1, 20)),
                     "question": "Q" * draw(st.integers(1, 1000)),
                     "options": [
-                        {"label": f"{j}" + "L" * draw(st.integers(0, 60)),
-                         "description": draw(long_text) or "d" * 300}
+                        {
+                            "label": f"{j}" + "L" * draw(st.integers(0, 60)),
+                            "description": draw(long_text) or "d" * 300,
+                        }
                         for j in range(n)
                     ],
                     "multiSelect": draw(st.booleans()),
@@ -332,8 +343,11 @@ def long_asks(draw: st.DrawFn) -> list[QuestionIn]:
 
 
 @PROPERTY
-@given(questions=long_asks(), locale=st.sampled_from(LOCALES),
-       limit=st.sampled_from([200, 1000, 2000, 4000]))
+@given(
+    questions=long_asks(),
+    locale=st.sampled_from(LOCALES),
+    limit=st.sampled_from([200, 1000, 2000, 4000]),
+)
 def test_prompt_never_exceeds_the_limit(
     questions: list[QuestionIn], locale: str, limit: int
 ) -> None:
@@ -351,12 +365,27 @@ def test_prompt_drops_descriptions_before_cutting() -> None:
 # -- summary_text ------------------------------------------------------------------------
 
 SUMMARIES = {
-    "en": {"timeout": "Expired", "cancelled": "Cancelled", "run_aborted": "Cancelled",
-           "skipped": "Skipped", "delivery_failed": "Not delivered"},
-    "tr": {"timeout": "Süresi doldu", "cancelled": "İptal edildi", "run_aborted": "İptal edildi",
-           "skipped": "Atlandı", "delivery_failed": "İletilemedi"},
-    "hi": {"timeout": "समय समाप्त", "cancelled": "रद्द किया गया", "run_aborted": "रद्द किया गया",
-           "skipped": "छोड़ दिया गया", "delivery_failed": "पहुँचाया नहीं जा सका"},
+    "en": {
+        "timeout": "Expired",
+        "cancelled": "Cancelled",
+        "run_aborted": "Cancelled",
+        "skipped": "Skipped",
+        "delivery_failed": "Not delivered",
+    },
+    "tr": {
+        "timeout": "Süresi doldu",
+        "cancelled": "İptal edildi",
+        "run_aborted": "İptal edildi",
+        "skipped": "Atlandı",
+        "delivery_failed": "İletilemedi",
+    },
+    "hi": {
+        "timeout": "समय समाप्त",
+        "cancelled": "रद्द किया गया",
+        "run_aborted": "रद्द किया गया",
+        "skipped": "छोड़ दिया गया",
+        "delivery_failed": "पहुँचाया नहीं जा सका",
+    },
 }
 
 
@@ -370,8 +399,9 @@ def test_summary_for_each_reason(locale: str, reason: str, text: str) -> None:
     assert summary_text(rec) == text
 
 
-ANSWERED = orjson.loads(result_json({"deploy_target": ["Staging (Recommended)"],
-                                     "areas": ["Auth", "please also fuzz"]}))
+ANSWERED = orjson.loads(
+    result_json({"deploy_target": ["Staging (Recommended)"], "areas": ["Auth", "please also fuzz"]})
+)
 
 
 @pytest.mark.parametrize(
@@ -388,7 +418,8 @@ def test_summary_of_several_questions_names_each() -> None:
     """Several answered questions say which answer belongs to which: `Header: labels`."""
     rec = record_of([DEPLOY, AREAS], status="answered", result=ANSWERED)
     assert summary_text(rec) == (
-        "Answered: Deploy: Staging (Recommended) · Areas: Auth, please also fuzz")
+        "Answered: Deploy: Staging (Recommended) · Areas: Auth, please also fuzz"
+    )
 
 
 @pytest.mark.parametrize(
@@ -452,8 +483,9 @@ def test_fresh_session_link_verifies() -> None:
         pytest.param(lambda t, s, e, g: ("globex", s, e, g), id="tenant"),
         pytest.param(lambda t, s, e, g: (t, s + "x", e, g), id="session"),
         pytest.param(lambda t, s, e, g: (t, s, str(int(e) + 3600), g), id="exp-extended"),
-        pytest.param(lambda t, s, e, g: (t, s, e, g[:-1] + ("0" if g[-1] != "0" else "1")),
-                     id="sig"),
+        pytest.param(
+            lambda t, s, e, g: (t, s, e, g[:-1] + ("0" if g[-1] != "0" else "1")), id="sig"
+        ),
         pytest.param(lambda t, s, e, g: (t, s, "-1", g), id="exp-not-a-number"),
     ],
 )
@@ -492,8 +524,9 @@ def test_webhook_with_changed_body_is_refused() -> None:
     """One changed byte of the body fails verification."""
     now = int(time.time())
     sig = signing.webhook_signature(SECRET, now, BODY)
-    assert not signing.verify_webhook(SECRET, str(now), BODY.replace(b"Production", b"Productiom"),
-                                      sig)
+    assert not signing.verify_webhook(
+        SECRET, str(now), BODY.replace(b"Production", b"Productiom"), sig
+    )
 
 
 def test_webhook_with_old_timestamp_is_refused() -> None:

@@ -22,9 +22,15 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from tests.support.records import record_of
 
-PICK = QuestionIn.model_validate({
-    "id": "areas", "header": "Areas", "question": "Which?", "multiSelect": True,
-    "options": [{"label": "Auth"}, {"label": "Billing"}, {"label": "Search"}]})
+PICK = QuestionIn.model_validate(
+    {
+        "id": "areas",
+        "header": "Areas",
+        "question": "Which?",
+        "multiSelect": True,
+        "options": [{"label": "Auth"}, {"label": "Billing"}, {"label": "Search"}],
+    }
+)
 
 
 def test_action_id_round_trips() -> None:
@@ -55,8 +61,9 @@ def test_repeated_action_id_in_a_block_is_refused() -> None:
 
 def test_more_than_ten_checkboxes_are_refused() -> None:
     """validate() refuses checkboxes with 11 options."""
-    ticks = CheckboxesElement(action_id="c", options=[Option(value=str(i), label=str(i))
-                                                      for i in range(11)])
+    ticks = CheckboxesElement(
+        action_id="c", options=[Option(value=str(i), label=str(i)) for i in range(11)]
+    )
     with pytest.raises(SlackObjectFormationError, match="10"):
         render.validate([ActionsBlock(elements=[ticks])])
 
@@ -68,29 +75,54 @@ def test_agent_text_is_escaped_for_mrkdwn() -> None:
 
 def test_picked_reads_checkboxes_and_radio_buttons() -> None:
     """Ticked choices in a message's state become {question id: [labels]}."""
-    single = QuestionIn.model_validate({"id": "go", "header": "Go", "question": "Go?",
-                                        "options": [{"label": "Yes"}, {"label": "No"}]})
+    single = QuestionIn.model_validate(
+        {
+            "id": "go",
+            "header": "Go",
+            "question": "Go?",
+            "options": [{"label": "Yes"}, {"label": "No"}],
+        }
+    )
     k0, k1 = render.Act("q1", 0, "q0").pack(), render.Act("q1", 0, "q1").pack()
-    values = {k0: {k0: {"selected_option": {"value": "1"}}},
-              k1: {k1: {"selected_options": [{"value": "2"}, {"value": "0"}]}}}
+    values = {
+        k0: {k0: {"selected_option": {"value": "1"}}},
+        k1: {k1: {"selected_options": [{"value": "2"}, {"value": "0"}]}},
+    }
     assert render.picked([single, PICK], values, "q1", 0) == {
-        "go": ["No"], "areas": ["Auth", "Search"]}
+        "go": ["No"],
+        "areas": ["Auth", "Search"],
+    }
 
 
 def test_free_text_summary_is_hidden_in_a_channel_and_shown_in_a_dm() -> None:
     """A typed answer shows as a placeholder in a channel, as typed in a DM."""
-    go = QuestionIn.model_validate({"id": "go", "header": "Go", "question": "Go?",
-                                    "options": [{"label": "Yes"}, {"label": "No"}]})
-    rec = record_of([go], status="answered",
-                    result={"status": "answered", "answers": {"answers": {"go": ["my plan"]}}})
+    go = QuestionIn.model_validate(
+        {
+            "id": "go",
+            "header": "Go",
+            "question": "Go?",
+            "options": [{"label": "Yes"}, {"label": "No"}],
+        }
+    )
+    rec = record_of(
+        [go],
+        status="answered",
+        result={"status": "answered", "answers": {"answers": {"go": ["my plan"]}}},
+    )
     assert render.summary(rec, private=False).text == "Answered: (your answer)"
     assert render.summary(rec, private=True).text == "Answered: my plan"
 
 
-def slack_error(status: int, data: Any, headers: dict[str, str] | None = None
-                ) -> SlackApiError:
-    response = AsyncSlackResponse(client=None, http_verb="POST", api_url="x", req_args={},
-                                  data=data, headers=headers or {}, status_code=status)
+def slack_error(status: int, data: Any, headers: dict[str, str] | None = None) -> SlackApiError:
+    response = AsyncSlackResponse(
+        client=None,
+        http_verb="POST",
+        api_url="x",
+        req_args={},
+        data=data,
+        headers=headers or {},
+        status_code=status,
+    )
     return SlackApiError("failed", response)
 
 
@@ -98,17 +130,24 @@ async def raising(exc: Exception) -> AsyncSlackResponse:
     raise exc
 
 
-@pytest.mark.parametrize(("exc", "kind", "detail"), [
-    (slack_error(429, {"ok": False, "error": "ratelimited"}, {"Retry-After": "7"}),
-     ThrottledError, 7.0),
-    (slack_error(200, {"ok": False, "error": "channel_not_found"}), PermanentError, None),
-    (slack_error(200, {"ok": False, "error": "invalid_auth"}), PermanentError, None),
-    (slack_error(502, {}), TransientError, False),
-    (slack_error(200, {"ok": False, "error": "internal_error"}), TransientError, True),
-    (TimeoutError(), TransientError, True),
-])
-async def test_slack_errors_map_to_the_kit(exc: Exception, kind: type[Exception],
-                                           detail: Any) -> None:
+@pytest.mark.parametrize(
+    ("exc", "kind", "detail"),
+    [
+        (
+            slack_error(429, {"ok": False, "error": "ratelimited"}, {"Retry-After": "7"}),
+            ThrottledError,
+            7.0,
+        ),
+        (slack_error(200, {"ok": False, "error": "channel_not_found"}), PermanentError, None),
+        (slack_error(200, {"ok": False, "error": "invalid_auth"}), PermanentError, None),
+        (slack_error(502, {}), TransientError, False),
+        (slack_error(200, {"ok": False, "error": "internal_error"}), TransientError, True),
+        (TimeoutError(), TransientError, True),
+    ],
+)
+async def test_slack_errors_map_to_the_kit(
+    exc: Exception, kind: type[Exception], detail: Any
+) -> None:
     """429 → throttled with Retry-After; refusals → permanent; an HTML page, 5xx codes
     and timeouts → transient (maybe sent unless Slack surely never saw it)."""
     with pytest.raises(kind) as info:

@@ -17,13 +17,17 @@ from tests.support.records import record_of
 CREATED_MS = 1764500000000  # record_of's creation time; it expires 900 s later
 
 
-def question(multi: bool = False, n: int = 4, label_len: int = 10, **extra: Any
-             ) -> QuestionIn:
-    return QuestionIn.model_validate({
-        "id": "deploy_target", "header": "Deploy", "question": "Where to?",
-        "options": [{"label": f"{i}" + "x" * (label_len - 1)} for i in range(n)],
-        "multiSelect": multi, **extra,
-    })
+def question(multi: bool = False, n: int = 4, label_len: int = 10, **extra: Any) -> QuestionIn:
+    return QuestionIn.model_validate(
+        {
+            "id": "deploy_target",
+            "header": "Deploy",
+            "question": "Where to?",
+            "options": [{"label": f"{i}" + "x" * (label_len - 1)} for i in range(n)],
+            "multiSelect": multi,
+            **extra,
+        }
+    )
 
 
 def datas(markup: object) -> list[str]:
@@ -37,8 +41,11 @@ def texts(markup: object) -> list[list[str]]:
 
 def styled(body: compose.Body, kind: str) -> list[str]:
     units = body.text.encode("utf-16-le")
-    return [units[2 * e.offset: 2 * (e.offset + e.length)].decode("utf-16-le")
-            for e in body.entities if e.type == kind]
+    return [
+        units[2 * e.offset : 2 * (e.offset + e.length)].decode("utf-16-le")
+        for e in body.entities
+        if e.type == kind
+    ]
 
 
 @pytest.mark.parametrize("multi", [False, True])
@@ -61,15 +68,25 @@ def test_single_select_callback_data_carries_declared_index() -> None:
 def test_multi_select_marks_ticked_options() -> None:
     """A multi-select keyboard shows ✓ on ticked options and ends with Done, Other…, Skip."""
     markup = render.keyboard([question(multi=True, n=3)], "en", "q00", 0, {0: {1}})
-    assert texts(markup) == [["0xxxxxxxxx"], ["✓ 1xxxxxxxxx"], ["2xxxxxxxxx"], ["Done"],
-                             ["Other…", "Skip"]]
+    assert texts(markup) == [
+        ["0xxxxxxxxx"],
+        ["✓ 1xxxxxxxxx"],
+        ["2xxxxxxxxx"],
+        ["Done"],
+        ["Other…", "Skip"],
+    ]
 
 
 def test_long_label_turns_the_buttons_into_numbers() -> None:
     """One label past a phone button's ~30 characters: number buttons in one row."""
-    q = QuestionIn.model_validate({
-        "id": "pick", "header": "Pick", "question": "Which?",
-        "options": [{"label": "Short"}, {"label": "A label that is far too long for a phone"}]})
+    q = QuestionIn.model_validate(
+        {
+            "id": "pick",
+            "header": "Pick",
+            "question": "Which?",
+            "options": [{"label": "Short"}, {"label": "A label that is far too long for a phone"}],
+        }
+    )
     markup = render.keyboard([q], "en", "q00", 0)
     assert texts(markup) == [["1", "2"], ["Other…", "Skip"]]
     assert [Tap.unpack(d).a for d in datas(markup)][:2] == ["o0", "o1"]
@@ -95,15 +112,24 @@ def test_several_questions_with_long_labels_show_option_numbers() -> None:
     """A question whose labels do not fit its row shows option numbers in that row."""
     qs = [question(n=4, label_len=6), question(n=2, label_len=5)]
     assert texts(render.keyboard(qs, "en", "q00", 0))[:2] == [
-        ["1", "2", "3", "4"], ["0xxxx", "1xxxx"]]
+        ["1", "2", "3", "4"],
+        ["0xxxx", "1xxxx"],
+    ]
 
 
 def test_prompt_header_is_bold_and_descriptions_italic_on_their_own_line() -> None:
     """The header is a bold entity, each description an italic line under its option."""
-    q = QuestionIn.model_validate({
-        "id": "deploy_target", "header": "Deploy", "question": "Where to?",
-        "options": [{"label": "Staging", "description": "Safe, reversible"},
-                    {"label": "Production"}]})
+    q = QuestionIn.model_validate(
+        {
+            "id": "deploy_target",
+            "header": "Deploy",
+            "question": "Where to?",
+            "options": [
+                {"label": "Staging", "description": "Safe, reversible"},
+                {"label": "Production"},
+            ],
+        }
+    )
     body = compose.prompt(record_of([q]), CREATED_MS, link=None, group=False)
     assert styled(body, "bold") == ["Deploy"]
     assert styled(body, "italic") == ["Safe, reversible"]
@@ -112,19 +138,28 @@ def test_prompt_header_is_bold_and_descriptions_italic_on_their_own_line() -> No
 
 def test_user_text_is_never_markup() -> None:
     """Markup-looking text in a label arrives literally, with no entity made from it."""
-    q = QuestionIn.model_validate({
-        "id": "x", "header": "<b>H</b>", "question": "Use <i>&amp;</i>?",
-        "options": [{"label": "<a href='x'>A</a>"}, {"label": "B & C"}]})
+    q = QuestionIn.model_validate(
+        {
+            "id": "x",
+            "header": "<b>H</b>",
+            "question": "Use <i>&amp;</i>?",
+            "options": [{"label": "<a href='x'>A</a>"}, {"label": "B & C"}],
+        }
+    )
     body = compose.prompt(record_of([q]), CREATED_MS, link=None, group=False)
     assert "<a href='x'>A</a>" in body.text and "Use <i>&amp;</i>?" in body.text
     assert styled(body, "bold") == ["<b>H</b>"]
 
 
-@pytest.mark.parametrize(("locale", "left_ms", "shown"), [
-    ("en", 900_000, "⏳ 15 min"), ("tr", 899_400, "⏳ 15 dk"), ("hi", 45_000, "⏳ 45 सेकंड"),
-])
-def test_time_left_is_a_date_entity_on_the_expiry(locale: str, left_ms: int,
-                                                  shown: str) -> None:
+@pytest.mark.parametrize(
+    ("locale", "left_ms", "shown"),
+    [
+        ("en", 900_000, "⏳ 15 min"),
+        ("tr", 899_400, "⏳ 15 dk"),
+        ("hi", 45_000, "⏳ 45 सेकंड"),
+    ],
+)
+def test_time_left_is_a_date_entity_on_the_expiry(locale: str, left_ms: int, shown: str) -> None:
     """The time left reads in the locale, as a date entity carrying the expiry time."""
     rec = record_of([question()], locale=locale)
     body = compose.prompt(rec, CREATED_MS + 900_000 - left_ms, link=None, group=False)
@@ -143,12 +178,23 @@ def test_group_prompt_asks_for_a_reply_to_the_message() -> None:
 
 def test_prompt_text_never_exceeds_4096() -> None:
     """Text is cut to Telegram's 4096 characters however long the ask is, labels whole."""
-    qs = [QuestionIn.model_validate({
-        "id": f"q{i}", "header": "H", "question": "Q" * 1000,
-        "options": [{"label": f"{j}" + "L" * 63, "description": "d" * 300} for j in range(4)],
-        "multiSelect": True}) for i in range(3)]
-    body = compose.prompt(record_of(qs, locale="hi"), CREATED_MS, link="https://x.example/s",
-                          group=True)
+    qs = [
+        QuestionIn.model_validate(
+            {
+                "id": f"q{i}",
+                "header": "H",
+                "question": "Q" * 1000,
+                "options": [
+                    {"label": f"{j}" + "L" * 63, "description": "d" * 300} for j in range(4)
+                ],
+                "multiSelect": True,
+            }
+        )
+        for i in range(3)
+    ]
+    body = compose.prompt(
+        record_of(qs, locale="hi"), CREATED_MS, link="https://x.example/s", group=True
+    )
     assert len(body.text) <= render.TEXT_LIMIT
     assert body.text.count("L" * 63) == 12 and "…" in body.text
 

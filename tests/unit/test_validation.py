@@ -88,8 +88,7 @@ BAD_ASKS = [
     ),
     pytest.param(
         ask(questions=[question("deploy_target"), question("db"), question("deploy_target")]),
-        "questions[2].id 'deploy_target' repeats questions[0].id; "
-        "each question needs its own id",
+        "questions[2].id 'deploy_target' repeats questions[0].id; each question needs its own id",
         id="id-duplicate",
     ),
     pytest.param(
@@ -109,14 +108,12 @@ BAD_ASKS = [
     ),
     pytest.param(
         with_question(question="Where should I deploy?\nAnd when?"),
-        "questions[0].question must be one sentence without line breaks; "
-        "put details in options",
+        "questions[0].question must be one sentence without line breaks; put details in options",
         id="question-line-break",
     ),
     pytest.param(
         with_question(question="Where should I deploy?\r\nAnd when?"),
-        "questions[0].question must be one sentence without line breaks; "
-        "put details in options",
+        "questions[0].question must be one sentence without line breaks; put details in options",
         id="question-crlf",
     ),
     pytest.param(
@@ -242,9 +239,7 @@ OTHER_LABELS = [
 def test_other_option_is_refused(label: str) -> None:
     """An "Other" option in en/tr/hi, any case, with or without dots, is a 422."""
     body = with_question(options=options("Staging", label))
-    assert errors_of(body) == [
-        "questions[0].options[1].label " + OTHER.format(label=label.strip())
-    ]
+    assert errors_of(body) == ["questions[0].options[1].label " + OTHER.format(label=label.strip())]
 
 
 @pytest.mark.parametrize(
@@ -279,12 +274,8 @@ def test_header_is_trimmed() -> None:
 
 def test_header_is_cut_to_twelve_characters() -> None:
     """A long header is cut to 12 characters, not refused (trailing space dropped)."""
-    assert parsed(with_question(header="Deployment target")).questions[0].header == (
-        "Deployment t"
-    )
-    assert parsed(with_question(header="A very long header")).questions[0].header == (
-        "A very long"
-    )
+    assert parsed(with_question(header="Deployment target")).questions[0].header == ("Deployment t")
+    assert parsed(with_question(header="A very long header")).questions[0].header == ("A very long")
 
 
 FAMILY = "👨\u200d👩\u200d👧\u200d👦"
@@ -309,7 +300,7 @@ def test_header_cut_never_splits_a_grapheme(header: str) -> None:
 
 
 def test_devanagari_conjunct_counts_as_one_character() -> None:
-    """"स्ते" is one grapheme, so 11 letters + it fit in the 12-character header whole."""
+    """ "स्ते" is one grapheme, so 11 letters + it fit in the 12-character header whole."""
     cut = parsed(with_question(header="a" * 11 + "स्ते" + "b")).questions[0].header
     assert cut == "a" * 11 + "स्ते"
 
@@ -398,8 +389,17 @@ def test_spec_example_round_trips() -> None:
 @pytest.mark.parametrize("label", ["Skip", "skip.", "Atla", "छोड़ें"])
 def test_skip_option_is_refused(label: str) -> None:
     """An option that means Skip is refused: askgate always offers Skip itself."""
-    body = {"session": "s", "questions": [{"id": "a", "header": "H", "question": "Q?",
-            "options": [{"label": "Yes"}, {"label": label}]}]}
+    body = {
+        "session": "s",
+        "questions": [
+            {
+                "id": "a",
+                "header": "H",
+                "question": "Q?",
+                "options": [{"label": "Yes"}, {"label": label}],
+            }
+        ],
+    }
     with pytest.raises(ValidationError) as exc:
         QuestionCreate.model_validate(body)
     assert validation_message(exc.value) == [

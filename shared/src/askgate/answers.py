@@ -73,11 +73,15 @@ def canonical_answers(
 
 def _too_many(q: QuestionIn, count: int) -> str:
     if not q.multiSelect:
-        return (f"answers.{q.id} takes one answer (the question is single-select; got "
-                f"{count} values); send a list with one value")
-    return (f"answers.{q.id} takes at most {len(q.options) + 1} values (its "
-            f"{len(q.options)} options and one free text; got {count}); send each option "
-            "once")
+        return (
+            f"answers.{q.id} takes one answer (the question is single-select; got "
+            f"{count} values); send a list with one value"
+        )
+    return (
+        f"answers.{q.id} takes at most {len(q.options) + 1} values (its "
+        f"{len(q.options)} options and one free text; got {count}); send each option "
+        "once"
+    )
 
 
 def late_message(reason: str | None, locale: str = "en") -> str:

@@ -25,8 +25,10 @@ Render = Callable[[int, str], bytes]
 
 
 def invalid_json_message(detail: str) -> str:
-    return (f"body is not valid JSON ({detail}); send UTF-8 JSON without lone surrogates, "
-            "nested at most 1024 levels")
+    return (
+        f"body is not valid JSON ({detail}); send UTF-8 JSON without lone surrogates, "
+        "nested at most 1024 levels"
+    )
 
 
 def parse_json(body: bytes) -> Any:
@@ -94,8 +96,15 @@ class BodyLimit:
 
     async def _refuse(self, send: Send) -> None:
         body = self.render(413, too_large_message(self.max_bytes))
-        await send({"type": "http.response.start", "status": 413, "headers": [
-            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-            (b"connection", b"close"),
-        ]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})

@@ -133,13 +133,18 @@ async def _tenant_remind(tenant_id: str, pairs: list[str]) -> int:
         for pair in pairs:
             key, sep, value = pair.partition("=")
             if not sep:
-                print(f"expected key=value (every_s, max, final_warning_s) or 'off', got "
-                      f"{pair!r}", file=sys.stderr)
+                print(
+                    f"expected key=value (every_s, max, final_warning_s) or 'off', got {pair!r}",
+                    file=sys.stderr,
+                )
                 return 2
             values[key] = value
         try:
-            remind = Remind.model_validate_json(orjson.dumps(
-                {k: int(v) if v.lstrip("-").isdigit() else v for k, v in values.items()}))
+            remind = Remind.model_validate_json(
+                orjson.dumps(
+                    {k: int(v) if v.lstrip("-").isdigit() else v for k, v in values.items()}
+                )
+            )
         except ValidationError as exc:
             for line in validation_message(exc):
                 print(f"remind.{line}", file=sys.stderr)
@@ -161,8 +166,10 @@ async def _operator_link(tenant_id: str, ttl_s: int) -> int:
     settings = load(Settings)
     secret = secret_key()
     if len(secret) < 32:
-        print("askgate: ASKGATE_SECRET_KEY must be set (the key the Control UI checks links "
-              "with)", file=sys.stderr)
+        print(
+            "askgate: ASKGATE_SECRET_KEY must be set (the key the Control UI checks links with)",
+            file=sys.stderr,
+        )
         return 2
     redis = client()
     try:
@@ -192,20 +199,26 @@ def main(argv: list[str] | None = None) -> None:
     ch.add_argument("channel", help="telegram, slack, discord, …")
     ch.add_argument("settings", nargs="+", help="key=value, e.g. bot_token=123:ABC")
     out = tsub.add_parser(
-        "outbound", help="ranges this tenant's callback and text URLs may reach beyond the "
-        "public internet (replaces the list; 'none' clears it)")
+        "outbound",
+        help="ranges this tenant's callback and text URLs may reach beyond the "
+        "public internet (replaces the list; 'none' clears it)",
+    )
     out.add_argument("tenant_id")
     out.add_argument("cidrs", help="comma-separated CIDRs, e.g. 10.1.0.0/16,fd00::/8, or none")
-    rm = tsub.add_parser("remind", help="set a tenant's default reminders (asks without "
-                         "'remind' get them)")
+    rm = tsub.add_parser(
+        "remind", help="set a tenant's default reminders (asks without 'remind' get them)"
+    )
     rm.add_argument("tenant_id")
-    rm.add_argument("settings", nargs="+",
-                    help="every_s=300 max=3 [final_warning_s=120], or off")
-    op = tsub.add_parser("operator-link", help="print a signed link to the tenant's operator "
-                         "page in the Control UI (every pending question, live)")
+    rm.add_argument("settings", nargs="+", help="every_s=300 max=3 [final_warning_s=120], or off")
+    op = tsub.add_parser(
+        "operator-link",
+        help="print a signed link to the tenant's operator "
+        "page in the Control UI (every pending question, live)",
+    )
     op.add_argument("tenant_id")
-    op.add_argument("--ttl-s", type=int, default=86_400,
-                    help="how long the link works (seconds, default a day)")
+    op.add_argument(
+        "--ttl-s", type=int, default=86_400, help="how long the link works (seconds, default a day)"
+    )
     run = sub.add_parser("run", help="start the whole stack (Redis if REDIS_URL is unset)")
     run.add_argument("--no-redis", action="store_true", help="never start an embedded Redis")
     args = parser.parse_args(argv)

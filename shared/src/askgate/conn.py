@@ -80,14 +80,16 @@ def connect_sync(
 def connect_pubsub(url: str, *, socket_timeout_s: float | None = None) -> Redis:
     """A plain client for classic pub/sub on the node `url` names. On a cluster too: a
     `PUBLISH` on any node reaches the subscribers of every node over the cluster bus."""
-    return Redis.from_url(url, socket_connect_timeout=1.0, socket_timeout=socket_timeout_s,
-                          max_connections=4)
+    return Redis.from_url(
+        url, socket_connect_timeout=1.0, socket_timeout=socket_timeout_s, max_connections=4
+    )
 
 
 def cluster_enabled(url: str, *, timeout_s: float = 2.0) -> bool | None:
     """Whether the Redis at `url` runs in cluster mode; None when it cannot be reached."""
-    client = redis_sync.Redis.from_url(url, socket_connect_timeout=timeout_s,
-                                       socket_timeout=timeout_s)
+    client = redis_sync.Redis.from_url(
+        url, socket_connect_timeout=timeout_s, socket_timeout=timeout_s
+    )
     try:
         info = client.info("cluster")
     except (RedisError, OSError):
@@ -107,16 +109,19 @@ def check_mode(url: str, *, cluster: bool, url_var: str = "REDIS_URL") -> bool |
     where = urlsplit(url).netloc.rpartition("@")[2]
     if enabled and not cluster:
         if url_var == "REDIS_URL":
-            fix = ("set ASKGATE_REDIS_CLUSTER=true (and ASKGATE_JOBS_REDIS_URL to a "
-                   "non-cluster Redis for the webhook jobs)")
+            fix = (
+                "set ASKGATE_REDIS_CLUSTER=true (and ASKGATE_JOBS_REDIS_URL to a "
+                "non-cluster Redis for the webhook jobs)"
+            )
         else:
             fix = f"point {url_var} at a Redis that is not part of a cluster"
-        raise ConfigError(f"{url_var} ({where}) is a Redis Cluster node (cluster_enabled:1): "
-                          f"{fix}")
+        raise ConfigError(f"{url_var} ({where}) is a Redis Cluster node (cluster_enabled:1): {fix}")
     if cluster and not enabled:
-        raise ConfigError(f"ASKGATE_REDIS_CLUSTER=true but {url_var} ({where}) is not a "
-                          "cluster node (cluster_enabled:0): unset ASKGATE_REDIS_CLUSTER or "
-                          "point REDIS_URL at a node of the cluster")
+        raise ConfigError(
+            f"ASKGATE_REDIS_CLUSTER=true but {url_var} ({where}) is not a "
+            "cluster node (cluster_enabled:0): unset ASKGATE_REDIS_CLUSTER or "
+            "point REDIS_URL at a node of the cluster"
+        )
     return enabled
 
 

@@ -137,8 +137,9 @@ class StreamConsumer:
     async def _wait_for_room(self) -> None:
         tasks = list(self._tasks.values())
         if tasks:
-            await asyncio.wait(tasks, timeout=self.block_ms / 1000,
-                               return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(
+                tasks, timeout=self.block_ms / 1000, return_when=asyncio.FIRST_COMPLETED
+            )
 
     async def drain(self) -> None:
         """Give the handlers in flight `grace_s` to finish, then cancel them: their
@@ -160,7 +161,8 @@ class StreamConsumer:
             self._queues.setdefault(ev.question_id, []).append(ev)
             if ev.question_id not in self._tasks:
                 self._tasks[ev.question_id] = asyncio.create_task(
-                    self._handle_question(ev.question_id))
+                    self._handle_question(ev.question_id)
+                )
 
     async def process(self, events: list[Event]) -> None:
         """Handle `events` and wait until they are done (tests and one-shot callers)."""
@@ -171,8 +173,11 @@ class StreamConsumer:
 
     async def read(self, count: int | None = None) -> list[Event]:
         reply = await self.redis.xreadgroup(
-            self.group, self.consumer, dict.fromkeys(self.streams, ">"),
-            count=count or self.count, block=self.block_ms,
+            self.group,
+            self.consumer,
+            dict.fromkeys(self.streams, ">"),
+            count=count or self.count,
+            block=self.block_ms,
         )
         return [
             self._event(stream, entry_id, fields)
@@ -219,8 +224,13 @@ class StreamConsumer:
                 ev.stream, self.group, min=ev.entry_id, max=ev.entry_id, count=1
             )
             if info and int(info[0]["times_delivered"]) > MAX_DELIVERIES:
-                log.error("consumer.dead_entry", channel=self.channel, entry=ev.entry_id,
-                          question_id=ev.question_id, type=ev.type)
+                log.error(
+                    "consumer.dead_entry",
+                    channel=self.channel,
+                    entry=ev.entry_id,
+                    question_id=ev.question_id,
+                    type=ev.type,
+                )
                 await self.redis.xack(ev.stream, self.group, ev.entry_id)
             else:
                 alive.append(ev)
@@ -250,19 +260,30 @@ class StreamConsumer:
         except asyncio.CancelledError:
             raise
         except RetryLater as exc:
-            log.info("consumer.retry_later", channel=self.channel,
-                     question_id=ev.question_id, type=ev.type, why=str(exc))
+            log.info(
+                "consumer.retry_later",
+                channel=self.channel,
+                question_id=ev.question_id,
+                type=ev.type,
+                why=str(exc),
+            )
             return False
         except Exception as exc:  # left pending: reclaimed and retried, in order
-            log.exception("consumer.handler_failed", channel=self.channel,
-                          question_id=ev.question_id, type=ev.type, error=str(exc))
+            log.exception(
+                "consumer.handler_failed",
+                channel=self.channel,
+                question_id=ev.question_id,
+                type=ev.type,
+                error=str(exc),
+            )
             return False
         with contextlib.suppress(RedisError, OSError):
             await self.redis.xack(ev.stream, self.group, ev.entry_id)
         return True
 
-    def _event(self, stream: bytes | str, entry_id: bytes | str,
-               fields: dict[bytes, bytes]) -> Event:
+    def _event(
+        self, stream: bytes | str, entry_id: bytes | str, fields: dict[bytes, bytes]
+    ) -> Event:
         f = {k.decode(): v.decode() for k, v in fields.items()}
         return Event(
             stream=stream.decode() if isinstance(stream, bytes) else stream,

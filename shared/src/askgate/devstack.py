@@ -60,8 +60,9 @@ class RedisInUse(RuntimeError):
     """askgate's own data directory is already served by a Redis (an earlier run's)."""
 
 
-def start_embedded_redis(data_dir: Path, port: int = EMBEDDED_REDIS_PORT
-                         ) -> tuple[RedisProcess, str | None]:
+def start_embedded_redis(
+    data_dir: Path, port: int = EMBEDDED_REDIS_PORT
+) -> tuple[RedisProcess, str | None]:
     """askgate's own Redis (append-only log in data_dir) on `port`, or on a free port when
     something else holds that one; returns it and a note saying where it went. Never
     uses a Redis it did not start: a foreign one would hold other data, and a second
@@ -69,16 +70,21 @@ def start_embedded_redis(data_dir: Path, port: int = EMBEDDED_REDIS_PORT
     try:
         return RedisProcess(port, str(data_dir), persist=True).start(), None
     except PortTaken as exc:
-        if exc.owner.redis and exc.owner.dir and Path(exc.owner.dir).resolve() == \
-                data_dir.resolve():
+        if (
+            exc.owner.redis
+            and exc.owner.dir
+            and Path(exc.owner.dir).resolve() == data_dir.resolve()
+        ):
             raise RedisInUse(
                 f"a Redis (pid {exc.owner.pid or '?'}) already serves {data_dir} on port {port}, "
                 "left by an earlier run? Stop it (redis-cli -p "
                 f"{port} shutdown) or use it with REDIS_URL=redis://127.0.0.1:{port}/0"
             ) from None
         other = free_port()
-        note = (f"port {port} is taken by {exc.owner.describe()}; askgate's embedded Redis "
-                f"uses port {other} instead")
+        note = (
+            f"port {port} is taken by {exc.owner.describe()}; askgate's embedded Redis "
+            f"uses port {other} instead"
+        )
         return RedisProcess(other, str(data_dir), persist=True).start(), note
 
 
@@ -119,8 +125,10 @@ def run_stack(embedded_redis: bool = True) -> int:
         proc = subprocess.Popen([sys.executable, "-m", module], env=env, start_new_session=True)
         children.append((name, proc))
     api = f"http://{env.get('ASKGATE_API_HOST', '127.0.0.1')}:{env.get('ASKGATE_API_PORT', '8000')}"
-    print(f"askgate: started {', '.join(n for n, _ in children)}; API at {api}, "
-          f"Control UI at {web} (Ctrl-C stops everything)")
+    print(
+        f"askgate: started {', '.join(n for n, _ in children)}; API at {api}, "
+        f"Control UI at {web} (Ctrl-C stops everything)"
+    )
 
     stopping = False
 
@@ -135,8 +143,9 @@ def run_stack(embedded_redis: bool = True) -> int:
         while not stopping:
             for name, proc in children:
                 if proc.poll() is not None:
-                    print(f"askgate: {name} exited with {proc.returncode}; stopping",
-                          file=sys.stderr)
+                    print(
+                        f"askgate: {name} exited with {proc.returncode}; stopping", file=sys.stderr
+                    )
                     code = proc.returncode or 1
                     stopping = True
             time.sleep(0.2)

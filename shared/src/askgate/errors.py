@@ -56,8 +56,7 @@ class AlreadyFinal(AskgateError):
     code = "already_final"
     http_status = 409
 
-    def __init__(self, message: str, status: str, reason: str | None,
-                 late: bool = False) -> None:
+    def __init__(self, message: str, status: str, reason: str | None, late: bool = False) -> None:
         super().__init__(message)
         self.status = status
         self.reason = reason
@@ -96,8 +95,12 @@ class HttpError(AskgateError):
     body too large, …), answered in the same error shape."""
 
     CODES: ClassVar[dict[int, str]] = {
-        400: "bad_request", 404: "not_found", 405: "method_not_allowed",
-        413: "body_too_large", 415: "unsupported_media_type", 500: "internal",
+        400: "bad_request",
+        404: "not_found",
+        405: "method_not_allowed",
+        413: "body_too_large",
+        415: "unsupported_media_type",
+        500: "internal",
     }
 
     def __init__(self, status: int, message: str) -> None:
@@ -133,8 +136,9 @@ class TransientError(PlatformError):
     """May pass later (5xx, an HTML error page, a dropped connection, a timeout).
     `maybe_sent`: the request may have reached the platform before it failed."""
 
-    def __init__(self, message: str, *, maybe_sent: bool = False,
-                 retry_after_s: float | None = None) -> None:
+    def __init__(
+        self, message: str, *, maybe_sent: bool = False, retry_after_s: float | None = None
+    ) -> None:
         super().__init__(message)
         self.maybe_sent = maybe_sent
         self.retry_after_s = retry_after_s

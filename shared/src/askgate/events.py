@@ -67,8 +67,9 @@ class QuestionLateAnswer:
     n: int  # which late answer (from 0) of the question
 
 
-QuestionEvent = (QuestionCreated | QuestionResolved | QuestionRemind | QuestionEscalate
-                 | QuestionLateAnswer)
+QuestionEvent = (
+    QuestionCreated | QuestionResolved | QuestionRemind | QuestionEscalate | QuestionLateAnswer
+)
 
 
 def _int(fields: Mapping[str, str], name: str) -> int:
@@ -86,11 +87,22 @@ def parse_event(fields: Mapping[str, str]) -> QuestionEvent | None:
         return QuestionCreated(qid, tenant, session)
     if kind == EventType.RESOLVED:
         reason = fields.get("reason") or None
-        return QuestionResolved(qid, tenant, session, Status(fields.get("status", "no_answer")),
-                                Reason(reason) if reason else None)
+        return QuestionResolved(
+            qid,
+            tenant,
+            session,
+            Status(fields.get("status", "no_answer")),
+            Reason(reason) if reason else None,
+        )
     if kind == EventType.REMIND:
-        return QuestionRemind(qid, tenant, session, _int(fields, "n"), fields.get("final") == "1",
-                              _int(fields, "left_ms"))
+        return QuestionRemind(
+            qid,
+            tenant,
+            session,
+            _int(fields, "n"),
+            fields.get("final") == "1",
+            _int(fields, "left_ms"),
+        )
     if kind == EventType.ESCALATE:
         return QuestionEscalate(qid, tenant, session, _int(fields, "step"))
     if kind == EventType.LATE_ANSWER:

@@ -42,8 +42,9 @@ class FollowUp:
         pending. Returns (fired, taken): taken == sweep_batch means more may be due."""
         now = now or now_ms()
         key = keys.timers(shard)
-        raw = await self.redis.zrangebyscore(key, "-inf", now, start=0,
-                                             num=self.settings.sweep_batch)
+        raw = await self.redis.zrangebyscore(
+            key, "-inf", now, start=0, num=self.settings.sweep_batch
+        )
         if not raw:
             return 0, 0
         timers = [(m, Timer.parse(m.decode())) for m in raw]
@@ -91,17 +92,35 @@ class FollowUp:
             # Each chat channel's worker reminds its targets whose prompt is shown.
             channels = sorted({tg.channel for tg in rec.targets if tg.channel != "web"})
         reply = await self._timers(
-            keys=[keys.timers(shard), keys.question(rec.id), keys.undelivered(shard),
-                  keys.metrics(shard), *(keys.events(shard, ch) for ch in channels)],
-            args=[timer.member, rec.id, timer.kind.value, timer.n, now, self.maxlen,
-                  len(watch) // 2, *watch],
+            keys=[
+                keys.timers(shard),
+                keys.question(rec.id),
+                keys.undelivered(shard),
+                keys.metrics(shard),
+                *(keys.events(shard, ch) for ch in channels),
+            ],
+            args=[
+                timer.member,
+                rec.id,
+                timer.kind.value,
+                timer.n,
+                now,
+                self.maxlen,
+                len(watch) // 2,
+                *watch,
+            ],
         )
         return reply.decode() if isinstance(reply, bytes) else str(reply)
 
     # -- late answers --------------------------------------------------------------------
 
-    async def keep_late(self, rec: Record, answers: dict[str, list[str]],
-                        responder: Responder | None, target: int | None = None) -> bool:
+    async def keep_late(
+        self,
+        rec: Record,
+        answers: dict[str, list[str]],
+        responder: Responder | None,
+        target: int | None = None,
+    ) -> bool:
         """Keep an answer that came after `rec` ended without one (the result does not
         change) and tell the callback_url. False when it was not kept: the question was
         answered, or already has LATE_MAX late answers."""
@@ -113,6 +132,7 @@ class FollowUp:
         names = [keys.question(rec.id), keys.deliveries(rec.id), keys.metrics(shard)]
         if rec.callback_url:
             names.append(keys.events(shard, "webhook"))
-        reply = await self._late(keys=names, args=[rec.id, orjson.dumps(entry), LATE_MAX,
-                                                   self.maxlen])
+        reply = await self._late(
+            keys=names, args=[rec.id, orjson.dumps(entry), LATE_MAX, self.maxlen]
+        )
         return bool(reply[0] == b"kept")

@@ -46,8 +46,14 @@ async def beat(redis: Redis, service: str, channel: str | None = None) -> None:
         await pipe.execute()
 
 
-async def beat_forever(redis: Redis, service: str, stop: asyncio.Event, *,
-                       channel: str | None = None, problem: Problem | None = None) -> None:
+async def beat_forever(
+    redis: Redis,
+    service: str,
+    stop: asyncio.Event,
+    *,
+    channel: str | None = None,
+    problem: Problem | None = None,
+) -> None:
     """Refresh the health key (and, for a channel worker, the channel's live key) until
     `stop`, then remove the health key (a clean stop is not alive)."""
     while not stop.is_set():

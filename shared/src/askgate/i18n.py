@@ -154,8 +154,7 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "help_group": "Grupta bot yalnızca kendi mesajlarına verilen yanıtları ve komutları "
         "görür; bu yüzden soruyu yanıtlayın.",
         "help_commands": "/pending bekleyen soruyu yeniden gösterir; /skip onu atlar.",
-        "which": "Burada birden fazla soru bekliyor. Cevapladığınız sorunun mesajını "
-        "yanıtlayın:",
+        "which": "Burada birden fazla soru bekliyor. Cevapladığınız sorunun mesajını yanıtlayın:",
         "which_again": "/pending onları yeniden gösterir.",
         "cmd_help": "Bu sohbetin kimliği ve nasıl cevaplanır",
         "cmd_pending": "Bekleyen soruyu yeniden göster",
@@ -164,8 +163,7 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "or_reply_in_thread": "Ya da bu mesajın yanıt dizisinde (thread) cevap yazın.",
         "reminder": "Hâlâ cevabınızı bekliyoruz — {left} kaldı.",
         "final_warning": "Son çağrı: bu sorunun süresi {left} içinde doluyor.",
-        "late_expired": "Bu sorunun süresi doldu; cevabınız kaydedildi ama ajan onsuz devam "
-        "etti.",
+        "late_expired": "Bu sorunun süresi doldu; cevabınız kaydedildi ama ajan onsuz devam etti.",
         "late_ended": "Bu soru sona erdi; cevabınız kaydedildi ama ajan onsuz devam etti.",
         "operator_title": "Bekleyen sorular",
         "operator_empty": "Cevap bekleyen soru yok.",
@@ -205,8 +203,7 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "guide_single": "किसी विकल्प की संख्या या अपना उत्तर लिखें; छोड़ने के लिए 'छोड़ें' लिखें।",
         "guide_multi": "अल्पविराम से अलग एक या अधिक संख्याएँ (जैसे 1,3) या अपना उत्तर लिखें; "
         "छोड़ने के लिए 'छोड़ें' लिखें।",
-        "guide_many": "हर प्रश्न के लिए क्रम से एक पंक्ति या 'कुंजी: उत्तर' पंक्तियाँ लिखें; "
-        "'छोड़ें' सब छोड़ देता है।",
+        "guide_many": "हर प्रश्न के लिए क्रम से एक पंक्ति या 'कुंजी: उत्तर' पंक्तियाँ लिखें; 'छोड़ें' सब छोड़ देता है।",
         "missing": "कृपया इसका भी उत्तर दें: {questions}",
         "too_many_lines": "कृपया हर प्रश्न के लिए एक पंक्ति लिखें ({count} प्रश्न)।",
         "free_text": "(आपका उत्तर)",
@@ -228,17 +225,14 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "minutes_short": "{n} मिनट",
         "seconds_short": "{n} सेकंड",
         "open_web": "वेब पर खोलें",
-        "group_reply": "समूह में बॉट केवल जवाब देखता है: लिखकर उत्तर देने के लिए इस संदेश "
-        "का जवाब दें।",
+        "group_reply": "समूह में बॉट केवल जवाब देखता है: लिखकर उत्तर देने के लिए इस संदेश का जवाब दें।",
         "help_intro": "askgate आपके एजेंट के प्रश्न इस चैट में दिखाता है।",
         "help_chat_id": "इस चैट की आईडी:",
         "help_target": "इस लक्ष्य के साथ पूछें:",
         "help_answer": "बटन से उत्तर दें, या प्रश्न के संदेश का अपने शब्दों में जवाब दें।",
-        "help_group": "समूह में बॉट केवल अपने संदेशों के जवाब और कमांड देखता है, इसलिए "
-        "प्रश्न का जवाब दें।",
+        "help_group": "समूह में बॉट केवल अपने संदेशों के जवाब और कमांड देखता है, इसलिए प्रश्न का जवाब दें।",
         "help_commands": "/pending प्रतीक्षा में प्रश्न फिर से दिखाता है; /skip उसे छोड़ देता है।",
-        "which": "यहाँ एक से अधिक प्रश्न प्रतीक्षा में हैं। जिस प्रश्न का उत्तर दे रहे हैं, "
-        "उसके संदेश का जवाब दें:",
+        "which": "यहाँ एक से अधिक प्रश्न प्रतीक्षा में हैं। जिस प्रश्न का उत्तर दे रहे हैं, उसके संदेश का जवाब दें:",
         "which_again": "/pending उन्हें फिर से दिखाता है।",
         "cmd_help": "इस चैट की आईडी और उत्तर कैसे दें",
         "cmd_pending": "प्रतीक्षा में प्रश्न फिर से दिखाएँ",

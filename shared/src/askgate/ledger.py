@@ -62,8 +62,9 @@ def watch_member(question_id: str, index: int, channel: str) -> str:
     return f"{question_id}|{index}|{channel}"
 
 
-def _doc(state: DeliveryState, error: str | None = None, ref: dict[str, Any] | None = None
-         ) -> bytes:
+def _doc(
+    state: DeliveryState, error: str | None = None, ref: dict[str, Any] | None = None
+) -> bytes:
     return orjson.dumps({"status": state.value, "error": error, "ref": ref, "at": iso(now_ms())})
 
 
@@ -75,24 +76,36 @@ class Ledger:
         self._claim: AsyncScript = redis.register_script(scripts.CLAIM)
         self._settle: AsyncScript = redis.register_script(scripts.SETTLE)
         self._mark: AsyncScript = redis.register_script(scripts.MARK_SUMMARY)
-        self._remind_claim: AsyncScript = redis.register_script(
-            followup_scripts.REMINDER_CLAIM)
+        self._remind_claim: AsyncScript = redis.register_script(followup_scripts.REMINDER_CLAIM)
         self._remind_done: AsyncScript = redis.register_script(followup_scripts.REMINDER_DONE)
 
     @staticmethod
     def _keys(rec: Record) -> list[str]:
         shard = keys.shard_of(rec.id)
-        return [keys.question(rec.id), keys.deliveries(rec.id), keys.undelivered(shard),
-                keys.metrics(shard)]
+        return [
+            keys.question(rec.id),
+            keys.deliveries(rec.id),
+            keys.undelivered(shard),
+            keys.metrics(shard),
+        ]
 
-    async def claim(self, rec: Record, index: int, *, owner: str, lease_ms: int,
-                    on_stale: StalePolicy) -> Claim:
+    async def claim(
+        self, rec: Record, index: int, *, owner: str, lease_ms: int, on_stale: StalePolicy
+    ) -> Claim:
         member = watch_member(rec.id, index, rec.targets[index].channel)
         assumed = _doc(DeliveryState.DELIVERED, ref={"unconfirmed": True})
         reply = await self._claim(
             keys=self._keys(rec),
-            args=[index, now_ms(), lease_ms, owner, on_stale.value,
-                  _doc(DeliveryState.SENDING), assumed, member],
+            args=[
+                index,
+                now_ms(),
+                lease_ms,
+                owner,
+                on_stale.value,
+                _doc(DeliveryState.SENDING),
+                assumed,
+                member,
+            ],
         )
         kind = reply[0].decode()
         if kind == "claimed":
@@ -103,57 +116,109 @@ class Ledger:
             return Claim(kind, state=reply[1].decode())
         return Claim("assumed" if kind == "assumed" else "missing")
 
-    async def _set(self, rec: Record, index: int, state: DeliveryState, doc: bytes, *,
-                   owner: str = "", expect: str = "", max_claims: int = 0,
-                   uncounted: bool = False, failed_doc: bytes = b"",
-                   error_class: str = "") -> Settled:
+    async def _set(
+        self,
+        rec: Record,
+        index: int,
+        state: DeliveryState,
+        doc: bytes,
+        *,
+        owner: str = "",
+        expect: str = "",
+        max_claims: int = 0,
+        uncounted: bool = False,
+        failed_doc: bytes = b"",
+        error_class: str = "",
+    ) -> Settled:
         member = watch_member(rec.id, index, rec.targets[index].channel)
         reply = await self._settle(
             keys=self._keys(rec),
-            args=[rec.id, index, state.value, doc, owner, expect, member, now_ms(),
-                  self.keep_ms, self.maxlen, NO_ANSWER, max_claims, failed_doc,
-                  "1" if uncounted else "0", error_class],
+            args=[
+                rec.id,
+                index,
+                state.value,
+                doc,
+                owner,
+                expect,
+                member,
+                now_ms(),
+                self.keep_ms,
+                self.maxlen,
+                NO_ANSWER,
+                max_claims,
+                failed_doc,
+                "1" if uncounted else "0",
+                error_class,
+            ],
         )
         if reply[0] != b"ok":
             current = reply[1].decode() if len(reply) > 1 else "missing"
             return Settled(False, current)
         return Settled(True, reply[1].decode(), reply[2] == b"1")
 
-    async def confirm(self, rec: Record, index: int, *, owner: str,
-                      ref: dict[str, Any]) -> Settled:
+    async def confirm(self, rec: Record, index: int, *, owner: str, ref: dict[str, Any]) -> Settled:
         """The platform has the prompt: sending → delivered with its message ref."""
-        return await self._set(rec, index, DeliveryState.DELIVERED,
-                               _doc(DeliveryState.DELIVERED, ref=ref), owner=owner,
-                               expect=DeliveryState.SENDING)
+        return await self._set(
+            rec,
+            index,
+            DeliveryState.DELIVERED,
+            _doc(DeliveryState.DELIVERED, ref=ref),
+            owner=owner,
+            expect=DeliveryState.SENDING,
+        )
 
-    async def release(self, rec: Record, index: int, *, owner: str, error: str,
-                      max_claims: int, counted: bool = True) -> Settled:
+    async def release(
+        self,
+        rec: Record,
+        index: int,
+        *,
+        owner: str,
+        error: str,
+        max_claims: int,
+        counted: bool = True,
+    ) -> Settled:
         """Not shown this time, may pass later: back to pending, or failed when this was
         claim number `max_claims` (a claim that does not count, such as a 429, never
         uses one up)."""
         return await self._set(
-            rec, index, DeliveryState.PENDING, _doc(DeliveryState.PENDING, error=error),
-            owner=owner, expect=DeliveryState.SENDING, max_claims=max_claims,
-            uncounted=not counted, failed_doc=_doc(DeliveryState.FAILED, error=error),
+            rec,
+            index,
+            DeliveryState.PENDING,
+            _doc(DeliveryState.PENDING, error=error),
+            owner=owner,
+            expect=DeliveryState.SENDING,
+            max_claims=max_claims,
+            uncounted=not counted,
+            failed_doc=_doc(DeliveryState.FAILED, error=error),
             error_class="retries",
         )
 
     async def fail(self, rec: Record, index: int, *, error: str, owner: str = "") -> Settled:
         """Cannot be shown (a permanent platform error, no credentials)."""
-        return await self._set(rec, index, DeliveryState.FAILED,
-                               _doc(DeliveryState.FAILED, error=error), owner=owner,
-                               error_class="refused")
+        return await self._set(
+            rec,
+            index,
+            DeliveryState.FAILED,
+            _doc(DeliveryState.FAILED, error=error),
+            owner=owner,
+            error_class="refused",
+        )
 
     async def update_ref(self, rec: Record, index: int, ref: dict[str, Any]) -> Settled:
         """A delivered prompt's ref completed later (e.g. an assumed prompt was tapped)."""
-        return await self._set(rec, index, DeliveryState.DELIVERED,
-                               _doc(DeliveryState.DELIVERED, ref=ref),
-                               expect=DeliveryState.DELIVERED)
+        return await self._set(
+            rec,
+            index,
+            DeliveryState.DELIVERED,
+            _doc(DeliveryState.DELIVERED, ref=ref),
+            expect=DeliveryState.DELIVERED,
+        )
 
     async def mark_summary(self, rec: Record, index: int, outcome: str = "done") -> bool:
         """Record that target `index`'s prompt now shows its summary; True the first time."""
-        done = await self._mark(keys=[keys.question(rec.id), keys.deliveries(rec.id)],
-                                args=[index, outcome])
+        done = await self._mark(
+            keys=[keys.question(rec.id), keys.deliveries(rec.id)], args=[index, outcome]
+        )
         return bool(done)
 
     # -- reminders: each delivered target gets reminder n at most once ----------------
@@ -161,13 +226,21 @@ class Ledger:
     async def claim_reminder(self, rec: Record, index: int, n: int) -> bool:
         """True for exactly one caller while the question is pending and the target's
         prompt is shown: that caller sends reminder n to it."""
-        return bool(await self._remind_claim(
-            keys=[keys.question(rec.id), keys.deliveries(rec.id)], args=[index, n]))
+        return bool(
+            await self._remind_claim(
+                keys=[keys.question(rec.id), keys.deliveries(rec.id)], args=[index, n]
+            )
+        )
 
-    async def reminder_done(self, rec: Record, index: int, n: int,
-                            outcome: Literal["sent", "failed", ""]) -> None:
+    async def reminder_done(
+        self, rec: Record, index: int, n: int, outcome: Literal["sent", "failed", ""]
+    ) -> None:
         """Record reminder n's outcome ('' hands the claim back for a later try)."""
         await self._remind_done(
-            keys=[keys.question(rec.id), keys.deliveries(rec.id),
-                  keys.metrics(keys.shard_of(rec.id))],
-            args=[index, n, outcome, rec.targets[index].channel])
+            keys=[
+                keys.question(rec.id),
+                keys.deliveries(rec.id),
+                keys.metrics(keys.shard_of(rec.id)),
+            ],
+            args=[index, n, outcome, rec.targets[index].channel],
+        )

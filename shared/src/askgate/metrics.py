@@ -30,8 +30,11 @@ LATENCY_BUCKETS_S = (5, 15, 30, 60, 120, 300, 600, 900, 1800, 3600)
 CHANNEL_LABELS = (*CHANNELS, "api")
 
 LUA_METRICS = (
-    "local LATENCY_BUCKETS = {" + ", ".join(str(b) for b in LATENCY_BUCKETS_S) + "}\n"
-    + "local CHANNEL_LABELS = {" + ", ".join(f"['{c}'] = true" for c in CHANNEL_LABELS)
+    "local LATENCY_BUCKETS = {"
+    + ", ".join(str(b) for b in LATENCY_BUCKETS_S)
+    + "}\n"
+    + "local CHANNEL_LABELS = {"
+    + ", ".join(f"['{c}'] = true" for c in CHANNEL_LABELS)
     + "}\n"
     + """
 -- The channel label of a responder JSON ('api' when it names none).
@@ -78,8 +81,11 @@ def render(hashes: Iterable[Mapping[bytes, bytes]]) -> str:
         lines.append(f"# HELP {name} {help_}")
         lines.append(f"# TYPE {name} {kind}")
 
-    family("askgate_answer_latency_seconds", "histogram",
-           "Time from ask to answer, by the channel that answered")
+    family(
+        "askgate_answer_latency_seconds",
+        "histogram",
+        "Time from ask to answer, by the channel that answered",
+    )
     by_channel: dict[str, dict[str, int]] = defaultdict(dict)
     for field, n in total.items():
         if field.startswith("lat:"):
@@ -91,25 +97,37 @@ def render(hashes: Iterable[Mapping[bytes, bytes]]) -> str:
         for le in [*map(str, LATENCY_BUCKETS_S), "+Inf"]:
             running += counts.get(le, 0)
             shown = le if le == "+Inf" else str(float(le))  # as prometheus_client spells it
-            lines.append(f'askgate_answer_latency_seconds_bucket{{channel="{_esc(ch)}",'
-                         f'le="{shown}"}} {running}')
-        lines.append(f'askgate_answer_latency_seconds_sum{{channel="{_esc(ch)}"}} '
-                     f'{total.get(f"lat_ms:{ch}", 0) / 1000:g}')
+            lines.append(
+                f'askgate_answer_latency_seconds_bucket{{channel="{_esc(ch)}",'
+                f'le="{shown}"}} {running}'
+            )
+        lines.append(
+            f'askgate_answer_latency_seconds_sum{{channel="{_esc(ch)}"}} '
+            f"{total.get(f'lat_ms:{ch}', 0) / 1000:g}"
+        )
         lines.append(f'askgate_answer_latency_seconds_count{{channel="{_esc(ch)}"}} {running}')
 
     def counter(name: str, help_: str, prefix: str, labels: tuple[str, ...]) -> None:
         family(name, "counter", help_)
         for field in sorted(f for f in total if f.startswith(prefix)):
-            values = field[len(prefix):].split(":", len(labels) - 1)
+            values = field[len(prefix) :].split(":", len(labels) - 1)
             if len(values) != len(labels):
                 continue
             pairs = ",".join(f'{k}="{_esc(v)}"' for k, v in zip(labels, values, strict=True))
             lines.append(f"{name}{{{pairs}}} {total[field]}")
 
-    counter("askgate_no_answer_total", "Questions ended without an answer, by reason",
-            "na:", ("reason",))
-    counter("askgate_delivery_failures_total",
-            "Targets that failed, by channel and error class", "df:", ("channel", "error"))
+    counter(
+        "askgate_no_answer_total",
+        "Questions ended without an answer, by reason",
+        "na:",
+        ("reason",),
+    )
+    counter(
+        "askgate_delivery_failures_total",
+        "Targets that failed, by channel and error class",
+        "df:",
+        ("channel", "error"),
+    )
     counter("askgate_reminders_sent_total", "Reminders sent, by channel", "rs:", ("channel",))
     family("askgate_escalations_total", "counter", "Escalation steps started")
     lines.append(f"askgate_escalations_total {total.get('esc', 0)}")

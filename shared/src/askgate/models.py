@@ -40,10 +40,25 @@ Locale = Literal["en", "tr", "hi"]
 # else" would show twice. Compared after casefold, trailing dots/ellipsis stripped.
 OTHER_LABELS = frozenset(
     {
-        "other", "others", "something else", "anything else", "other (please specify)",
-        "other (specify)", "none of the above", "custom",
-        "diğer", "diğerleri", "başka", "başka bir şey", "başka bir seçenek", "diğer seçenek",
-        "अन्य", "कुछ और", "दूसरा", "अन्य विकल्प", "कोई और",
+        "other",
+        "others",
+        "something else",
+        "anything else",
+        "other (please specify)",
+        "other (specify)",
+        "none of the above",
+        "custom",
+        "diğer",
+        "diğerleri",
+        "başka",
+        "başka bir şey",
+        "başka bir seçenek",
+        "diğer seçenek",
+        "अन्य",
+        "कुछ और",
+        "दूसरा",
+        "अन्य विकल्प",
+        "कोई और",
     }
 )
 
@@ -151,9 +166,7 @@ class Option(Strict):
             )
         reserved = reserved_label(v)
         if reserved == "other":
-            raise _err(
-                f"{v!r} is an 'Other' option; remove it: askgate always offers free text"
-            )
+            raise _err(f"{v!r} is an 'Other' option; remove it: askgate always offers free text")
         if reserved == "skip":
             raise _err(f"{v!r} is a Skip option; remove it: askgate always offers Skip")
         return v
@@ -294,8 +307,10 @@ class DiscordTarget(Strict):
     def _channel_id(cls, v: Any) -> Any:
         v = _snowflake(v)
         if isinstance(v, str) and not SNOWFLAKE_RE.match(v.strip()):
-            raise _err("must be a Discord channel id (digits, e.g. 1234567890123456789): "
-                       "in Discord, Developer Mode on, right-click the channel, Copy Channel ID")
+            raise _err(
+                "must be a Discord channel id (digits, e.g. 1234567890123456789): "
+                "in Discord, Developer Mode on, right-click the channel, Copy Channel ID"
+            )
         return v.strip() if isinstance(v, str) else v
 
     @field_validator("allowed_user_ids", "allowed_role_ids", mode="before")
@@ -306,8 +321,10 @@ class DiscordTarget(Strict):
         out = [_snowflake(x) for x in v]
         for i, x in enumerate(out):
             if not isinstance(x, str) or not SNOWFLAKE_RE.match(x):
-                raise _err(f"[{i}] must be a Discord user or role id (digits, e.g. "
-                           f"80351110224678912), got {x!r}")
+                raise _err(
+                    f"[{i}] must be a Discord user or role id (digits, e.g. "
+                    f"80351110224678912), got {x!r}"
+                )
         return out
 
 
@@ -351,8 +368,10 @@ class Remind(Strict):
     def _every(cls, v: int) -> int:
         lo, hi = REMIND_EVERY_S
         if not lo <= v <= hi:
-            raise _err(f"must be from {lo} to {hi} seconds (got {v}); for example 300 "
-                       "reminds every 5 minutes")
+            raise _err(
+                f"must be from {lo} to {hi} seconds (got {v}); for example 300 "
+                "reminds every 5 minutes"
+            )
         return v
 
     @field_validator("max")
@@ -367,8 +386,10 @@ class Remind(Strict):
     def _final(cls, v: int | None) -> int | None:
         lo, hi = FINAL_WARNING_S
         if v is not None and not lo <= v <= hi:
-            raise _err(f"must be from {lo} to {hi} seconds before the deadline (got {v}), "
-                       "or left out for no final warning")
+            raise _err(
+                f"must be from {lo} to {hi} seconds before the deadline (got {v}), "
+                "or left out for no final warning"
+            )
         return v
 
 
@@ -383,8 +404,10 @@ class EscalationStep(Strict):
     @classmethod
     def _after(cls, v: int) -> int:
         if v < STEP_AFTER_MIN_S:
-            raise _err(f"must be at least {STEP_AFTER_MIN_S} seconds (got {v}); a step "
-                       "starts that long after the ask")
+            raise _err(
+                f"must be at least {STEP_AFTER_MIN_S} seconds (got {v}); a step "
+                "starts that long after the ask"
+            )
         return v
 
     @field_validator("targets")
@@ -394,8 +417,10 @@ class EscalationStep(Strict):
             raise _err(f"must contain 1 to {STEP_TARGETS_MAX} targets (got {len(v)})")
         for i, tg in enumerate(v):
             if tg.channel == "web":
-                raise _err(f"[{i}] is a web target, which the Control UI always shows; "
-                           "escalate to a chat target (telegram, slack, discord, text)")
+                raise _err(
+                    f"[{i}] is a web target, which the Control UI always shows; "
+                    "escalate to a chat target (telegram, slack, discord, text)"
+                )
         return v
 
 
@@ -428,16 +453,17 @@ class QuestionCreate(AskInput):
             raise _err(f"must contain at most {ESCALATE_STEPS_MAX} steps (got {len(v)})")
         for k in range(1, len(v)):
             if v[k].after_s <= v[k - 1].after_s:
-                raise _err(f"[{k}].after_s ({v[k].after_s}) must be later than "
-                           f"escalate[{k - 1}].after_s ({v[k - 1].after_s}); order the "
-                           "steps by time")
+                raise _err(
+                    f"[{k}].after_s ({v[k].after_s}) must be later than "
+                    f"escalate[{k - 1}].after_s ({v[k - 1].after_s}); order the "
+                    "steps by time"
+                )
         return v
 
     def all_targets(self) -> list[tuple[str, Target]]:
         """Every target with its field path: the ask's, then each escalation step's (the
         order of the stored target indexes)."""
-        out: list[tuple[str, Target]] = [(f"targets[{i}]", tg)
-                                         for i, tg in enumerate(self.targets)]
+        out: list[tuple[str, Target]] = [(f"targets[{i}]", tg) for i, tg in enumerate(self.targets)]
         for k, step in enumerate(self.escalate):
             out += [(f"escalate[{k}].targets[{i}]", tg) for i, tg in enumerate(step.targets)]
         return out
@@ -446,14 +472,21 @@ class QuestionCreate(AskInput):
         """What in `remind` and `escalate` cannot happen within the question's timeout
         (the clamped one, known only when it is asked)."""
         lines = []
-        if self.remind and self.remind.final_warning_s is not None \
-                and self.remind.final_warning_s >= timeout_s:
-            lines.append(f"remind.final_warning_s ({self.remind.final_warning_s}) must be "
-                         f"shorter than the question's timeout ({timeout_s} s)")
+        if (
+            self.remind
+            and self.remind.final_warning_s is not None
+            and self.remind.final_warning_s >= timeout_s
+        ):
+            lines.append(
+                f"remind.final_warning_s ({self.remind.final_warning_s}) must be "
+                f"shorter than the question's timeout ({timeout_s} s)"
+            )
         for k, step in enumerate(self.escalate):
             if step.after_s >= timeout_s:
-                lines.append(f"escalate[{k}].after_s ({step.after_s}) must be shorter than "
-                             f"the question's timeout ({timeout_s} s), or the step never runs")
+                lines.append(
+                    f"escalate[{k}].after_s ({step.after_s}) must be shorter than "
+                    f"the question's timeout ({timeout_s} s), or the step never runs"
+                )
         return lines
 
 

@@ -39,19 +39,29 @@ SyncResolver = Callable[[str, int], Sequence[str]]
 REFUSED = "refused: address not allowed"
 RESOLVE_TIMEOUT_S = 5.0
 
-METADATA_NAMES = frozenset({
-    "metadata", "metadata.google.internal", "metadata.goog", "instance-data",
-    "instance-data.ec2.internal", "metadata.azure.internal", "metadata.tencentyun.com",
-})
-METADATA_ADDRESSES = frozenset(ipaddress.ip_address(a) for a in (
-    "169.254.169.254",  # AWS, GCP, Azure, OpenStack, DigitalOcean, …
-    "169.254.170.2",  # AWS ECS task metadata
-    "169.254.169.253",  # AWS VPC DNS
-    "fd00:ec2::254",  # AWS over IPv6
-    "fd00:ec2::23",
-    "100.100.100.200",  # Alibaba Cloud
-    "192.0.0.192",  # Oracle Cloud
-))
+METADATA_NAMES = frozenset(
+    {
+        "metadata",
+        "metadata.google.internal",
+        "metadata.goog",
+        "instance-data",
+        "instance-data.ec2.internal",
+        "metadata.azure.internal",
+        "metadata.tencentyun.com",
+    }
+)
+METADATA_ADDRESSES = frozenset(
+    ipaddress.ip_address(a)
+    for a in (
+        "169.254.169.254",  # AWS, GCP, Azure, OpenStack, DigitalOcean, …
+        "169.254.170.2",  # AWS ECS task metadata
+        "169.254.169.253",  # AWS VPC DNS
+        "fd00:ec2::254",  # AWS over IPv6
+        "fd00:ec2::23",
+        "100.100.100.200",  # Alibaba Cloud
+        "192.0.0.192",  # Oracle Cloud
+    )
+)
 LOOPBACK = ipaddress.IPv4Address("127.0.0.1")
 _CGNAT = ipaddress.ip_network("100.64.0.0/10")
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
@@ -230,8 +240,10 @@ def _judge(policy: Policy, url: str, host: str, addresses: Sequence[str]) -> Tar
 
 
 def unresolvable_message(host: str) -> str:
-    return (f"host {host} must resolve to public addresses only; give a public http(s) URL "
-            "(an operator can open private ranges with ASKGATE_OUTBOUND_ALLOW)")
+    return (
+        f"host {host} must resolve to public addresses only; give a public http(s) URL "
+        "(an operator can open private ranges with ASKGATE_OUTBOUND_ALLOW)"
+    )
 
 
 def _literal(policy: Policy, url: str) -> tuple[Target | None, str, int]:

@@ -42,8 +42,9 @@ class Outcome:
         return self.error or f"HTTP {self.status_code}"
 
 
-def signed_headers(secret: str, body: bytes, user_agent: str,
-                   timestamp: int | None = None) -> dict[str, str]:
+def signed_headers(
+    secret: str, body: bytes, user_agent: str, timestamp: int | None = None
+) -> dict[str, str]:
     ts = int(time.time()) if timestamp is None else timestamp
     return {
         "Content-Type": "application/json",
@@ -70,8 +71,9 @@ def classify(status_code: int, retry_after: str | None = None) -> Outcome:
     if 200 <= status_code < 300:
         return Outcome(ok=True, retry=False, status_code=status_code)
     if status_code == 429:
-        return Outcome(ok=False, retry=True, status_code=status_code,
-                       retry_after_s=retry_after_s(retry_after))
+        return Outcome(
+            ok=False, retry=True, status_code=status_code, retry_after_s=retry_after_s(retry_after)
+        )
     # 5xx is the receiver's trouble and may pass; any other answer (3xx, 4xx) is a
     # decision that sending the same request again will not change.
     return Outcome(ok=False, retry=status_code >= 500, status_code=status_code)
@@ -91,8 +93,9 @@ def refused() -> Outcome:
 
 
 def _failed(url: str, exc: Exception) -> Outcome:
-    log.info("outbound.failed", host=httpx.URL(url).host, error_type=type(exc).__name__,
-             error=str(exc))
+    log.info(
+        "outbound.failed", host=httpx.URL(url).host, error_type=type(exc).__name__, error=str(exc)
+    )
     return timed_out(exc) if isinstance(exc, httpx.TimeoutException) else unreachable(exc)
 
 
@@ -101,8 +104,14 @@ def _refused(url: str, exc: netguard.Refused) -> Outcome:
     return refused()
 
 
-def post_sync(client: httpx.Client, url: str, headers: dict[str, str], body: bytes,
-              policy: netguard.Policy, resolver: netguard.SyncResolver) -> Outcome:
+def post_sync(
+    client: httpx.Client,
+    url: str,
+    headers: dict[str, str],
+    body: bytes,
+    policy: netguard.Policy,
+    resolver: netguard.SyncResolver,
+) -> Outcome:
     """POST to `url`, re-checked now and connected to a checked address (the next one
     when a connection fails); the outcome of the last try."""
     try:
@@ -115,8 +124,9 @@ def post_sync(client: httpx.Client, url: str, headers: dict[str, str], body: byt
     for address in target.addresses:
         pinned, host, extensions = target.pinned(address)
         try:
-            response = client.post(pinned, content=body, headers={**headers, **host},
-                                   extensions=extensions)
+            response = client.post(
+                pinned, content=body, headers={**headers, **host}, extensions=extensions
+            )
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             outcome = _failed(url, exc)
             continue
@@ -126,8 +136,14 @@ def post_sync(client: httpx.Client, url: str, headers: dict[str, str], body: byt
     return outcome
 
 
-async def post_async(client: httpx.AsyncClient, url: str, headers: dict[str, str], body: bytes,
-                     policy: netguard.Policy, resolver: netguard.Resolver) -> Outcome:
+async def post_async(
+    client: httpx.AsyncClient,
+    url: str,
+    headers: dict[str, str],
+    body: bytes,
+    policy: netguard.Policy,
+    resolver: netguard.Resolver,
+) -> Outcome:
     """`post_sync` for asyncio code (the channel workers)."""
     try:
         target = await netguard.check(url, policy, resolver)
@@ -139,8 +155,9 @@ async def post_async(client: httpx.AsyncClient, url: str, headers: dict[str, str
     for address in target.addresses:
         pinned, host, extensions = target.pinned(address)
         try:
-            response = await client.post(pinned, content=body, headers={**headers, **host},
-                                         extensions=extensions)
+            response = await client.post(
+                pinned, content=body, headers={**headers, **host}, extensions=extensions
+            )
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             outcome = _failed(url, exc)
             continue

@@ -101,8 +101,9 @@ def _key_index(questions: Sequence[QuestionIn], key: str) -> int | None:
     return None
 
 
-def _sort_lines(questions: Sequence[QuestionIn], lines: list[str]
-                ) -> tuple[dict[int, str], list[str]]:
+def _sort_lines(
+    questions: Sequence[QuestionIn], lines: list[str]
+) -> tuple[dict[int, str], list[str]]:
     """The keyed lines' values by question, and every other line in order. A line is
     keyed only when its key names a question (id, header, question text or position):
     `14:30`, `2026-07-08` or `https://…` merely look keyed, and are values."""
@@ -125,8 +126,7 @@ def _longest_key(questions: Sequence[QuestionIn]) -> int:
     return max(len(q.question) for q in questions) * 2 + 16
 
 
-def _split_key(questions: Sequence[QuestionIn], line: str, longest: int
-               ) -> tuple[int, str] | None:
+def _split_key(questions: Sequence[QuestionIn], line: str, longest: int) -> tuple[int, str] | None:
     """The first `key<sep>value` split of `line` whose key names a question: a header
     such as `Pre-check` holds a separator itself, so the first `-` is not always it."""
     for sep in _SEPARATOR.finditer(line, 0, longest):
@@ -162,7 +162,7 @@ def parse_reply(questions: Sequence[QuestionIn], text: str, locale: str = "en") 
         else:
             # One line per question; a blank line (a leading one too) keeps its place.
             rest = list(questions)
-        if len(loose) > len(rest) and any(x.strip() for x in loose[len(rest):]):
+        if len(loose) > len(rest) and any(x.strip() for x in loose[len(rest) :]):
             return ParsedReply(
                 "incomplete",
                 answers=answers,

@@ -70,8 +70,9 @@ class Queries:
                 out.append(rec)
         return out
 
-    async def list_pending(self, tenant: str, limit: int = 50, cursor: str | None = None
-                           ) -> tuple[list[Record], str | None]:
+    async def list_pending(
+        self, tenant: str, limit: int = 50, cursor: str | None = None
+    ) -> tuple[list[Record], str | None]:
         """The tenant's pending questions across sessions, newest first: a page of at most
         `limit` after `cursor` (from the previous page), and the next page's cursor (None
         on the last). Read from the tenant's pending quota set, so it costs one small read
@@ -80,18 +81,27 @@ class Queries:
         if cursor is not None:
             created, sep, qid = cursor.partition(".")
             if not (sep and created.isdigit() and qid):
-                raise ValidationFailed("cursor must be the next_cursor of an earlier page; "
-                                       "leave it out for the first page")
+                raise ValidationFailed(
+                    "cursor must be the next_cursor of an earlier page; "
+                    "leave it out for the first page"
+                )
             after = (int(created), qid)
-        ids = [m.decode() for m in await self.redis.zrangebyscore(
-            keys.tenant_pending(tenant), now_ms(), "+inf")]
+        ids = [
+            m.decode()
+            for m in await self.redis.zrangebyscore(keys.tenant_pending(tenant), now_ms(), "+inf")
+        ]
         async with self.redis.pipeline(transaction=False) as pipe:
             for qid in ids:
                 pipe.hmget(keys.question(qid), "created", "status", "tenant")
             rows = await pipe.execute() if ids else []
-        order = sorted(((int(c), qid) for qid, (c, st, t) in zip(ids, rows, strict=True)
-                        if c is not None and st == b"pending" and t == tenant.encode()),
-                       reverse=True)
+        order = sorted(
+            (
+                (int(c), qid)
+                for qid, (c, st, t) in zip(ids, rows, strict=True)
+                if c is not None and st == b"pending" and t == tenant.encode()
+            ),
+            reverse=True,
+        )
         if after is not None:
             order = [row for row in order if row < after]
         page = order[:limit]
@@ -101,8 +111,11 @@ class Queries:
                 pipe.get(keys.doc(qid))
                 pipe.hgetall(keys.deliveries(qid))
             loaded = await pipe.execute() if page else []
-        recs = [rec for n, (_, qid) in enumerate(page)
-                if (rec := record_from(qid, *loaded[3 * n:3 * n + 3])) is not None]
+        recs = [
+            rec
+            for n, (_, qid) in enumerate(page)
+            if (rec := record_from(qid, *loaded[3 * n : 3 * n + 3])) is not None
+        ]
         more = len(order) > limit
         return recs, f"{page[-1][0]}.{page[-1][1]}" if more and page else None
 

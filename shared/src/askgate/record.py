@@ -30,9 +30,7 @@ def result_json(answers: Mapping[str, list[str]]) -> bytes:
     return orjson.dumps({"status": "answered", "answers": {"answers": dict(answers)}})
 
 
-def new_question_id(
-    tenant: str, session: str, run_id: str | None, tool_call_id: str | None
-) -> str:
+def new_question_id(tenant: str, session: str, run_id: str | None, tool_call_id: str | None) -> str:
     """`q` + the session's shard in hex + 16 base32 chars (80 bits). With a tool_call_id the id is
     derived from (tenant, run or session, tool_call_id), so a retried ask finds itself."""
     shard = keys.shard_for(tenant, session)
@@ -135,8 +133,11 @@ class Record:
     def targets_of(self, channel: str, step: int | None = None) -> list[tuple[int, Target]]:
         """(index, target) of every target on `channel`, in declared order; with `step`,
         only that escalation step's (0: the ask's own targets)."""
-        return [(i, tg) for i, tg in enumerate(self.targets) if tg.channel == channel
-                and (step is None or self.step_of(i) == step)]
+        return [
+            (i, tg)
+            for i, tg in enumerate(self.targets)
+            if tg.channel == channel and (step is None or self.step_of(i) == step)
+        ]
 
     @cached_property
     def remind(self) -> Remind | None:
@@ -188,9 +189,13 @@ class Record:
         if not f.get("resolved"):
             return None
         r = orjson.loads(f["responder"]) if f.get("responder") else {}
-        return {"channel": r.get("channel"), "target": r.get("target"),
-                "user_id": r.get("user_id"), "name": r.get("name"),
-                "after_s": (int(f["resolved"]) - int(f["created"])) / 1000}
+        return {
+            "channel": r.get("channel"),
+            "target": r.get("target"),
+            "user_id": r.get("user_id"),
+            "name": r.get("name"),
+            "after_s": (int(f["resolved"]) - int(f["created"])) / 1000,
+        }
 
     def late_answers(self) -> list[dict[str, Any]]:
         """Answers that came after the question ended without one, oldest first, each
@@ -230,9 +235,17 @@ class Record:
         for i, target in enumerate(orjson.loads(self.f.get("targets") or "[]")):
             raw = self.f.get(f"d:{i}")
             d = orjson.loads(raw) if raw else {"status": self.f.get(f"ds:{i}", "pending")}
-            out.append({"target": target, "status": d.get("status", "pending"),
-                        "error": d.get("error"), "ref": d.get("ref"), "at": d.get("at"),
-                        "step": self.step_of(i), "reminders": self.reminders_sent(i)})
+            out.append(
+                {
+                    "target": target,
+                    "status": d.get("status", "pending"),
+                    "error": d.get("error"),
+                    "ref": d.get("ref"),
+                    "at": d.get("at"),
+                    "step": self.step_of(i),
+                    "reminders": self.reminders_sent(i),
+                }
+            )
         return out
 
     def remind_dict(self) -> dict[str, Any] | None:
@@ -245,16 +258,21 @@ class Record:
         """Each escalation step: when it is due, when it started (null: not yet, or the
         question ended first) and its targets' indexes in `deliveries`."""
         created = self.created_ms
-        return [{"step": st.number, "after_s": st.after_s,
-                 "due_at": iso(created + st.after_s * 1000),
-                 "started_at": iso(self.step_started_ms(st.number)),
-                 "targets": list(st.indexes)} for st in self.steps]
+        return [
+            {
+                "step": st.number,
+                "after_s": st.after_s,
+                "due_at": iso(created + st.after_s * 1000),
+                "started_at": iso(self.step_started_ms(st.number)),
+                "targets": list(st.indexes),
+            }
+            for st in self.steps
+        ]
 
     def deliveries(self) -> list[Delivery]:
         return [Delivery.model_validate(d) for d in self.delivery_dicts()]
 
-    def public_dict(self, web_url: str | None = None, *, fragments: bool = False
-                    ) -> dict[str, Any]:
+    def public_dict(self, web_url: str | None = None, *, fragments: bool = False) -> dict[str, Any]:
         """The question resource as JSON-ready data, built straight from the hash (the hot
         path of every endpoint); `public()` is the same, validated as QuestionPublic.
         With fragments=True the stored JSON (questions, result) is embedded unparsed, for
@@ -265,8 +283,11 @@ class Record:
         responder = None
         if f.get("responder"):
             r = orjson.loads(f["responder"])
-            responder = {"channel": r.get("channel"), "user_id": r.get("user_id"),
-                         "name": r.get("name")}
+            responder = {
+                "channel": r.get("channel"),
+                "user_id": r.get("user_id"),
+                "name": r.get("name"),
+            }
         return {
             "id": self.id,
             "status": f["status"],
@@ -315,9 +336,13 @@ _ZDICT = (
 )
 
 
-def encode_doc(questions: list[Any], targets: list[Any], callback: str | None,
-               remind: dict[str, Any] | None = None,
-               steps: list[dict[str, Any]] | None = None) -> bytes:
+def encode_doc(
+    questions: list[Any],
+    targets: list[Any],
+    callback: str | None,
+    remind: dict[str, Any] | None = None,
+    steps: list[dict[str, Any]] | None = None,
+) -> bytes:
     """`steps`: each escalation step's `after_s` and how many targets it has (its targets
     follow the ask's own in `targets`, in step order)."""
     doc: dict[str, Any] = {"questions": questions, "targets": targets}
@@ -340,8 +365,10 @@ def decode_doc(blob: bytes) -> dict[str, str]:
     doc = orjson.loads(d.decompress(blob[1:]) + d.flush())
     for q in doc["questions"]:
         q.setdefault("multiSelect", False)
-    out = {"doc": orjson.dumps(doc["questions"]).decode(),
-           "targets": orjson.dumps(doc["targets"]).decode()}
+    out = {
+        "doc": orjson.dumps(doc["questions"]).decode(),
+        "targets": orjson.dumps(doc["targets"]).decode(),
+    }
     if doc.get("callback"):
         out["callback"] = doc["callback"]
     for name in ("remind", "steps"):
@@ -360,5 +387,6 @@ def record_from(
     (None if gone). The deliveries' `d:<i>` fields join the record's fields."""
     if not raw or blob is None:
         return None
-    return Record(question_id,
-                  {**decode_hash(raw), **decode_doc(blob), **decode_hash(deliveries or {})})
+    return Record(
+        question_id, {**decode_hash(raw), **decode_doc(blob), **decode_hash(deliveries or {})}
+    )

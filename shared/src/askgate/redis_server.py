@@ -72,8 +72,13 @@ def port_owner(port: int, host: str = "127.0.0.1") -> PortOwner | None:
         return PortOwner(redis=True)
     if not reply.startswith(b"+PONG"):
         return PortOwner(redis=False)
-    client = redis_sync.Redis(host=host, port=port, socket_timeout=1.0, socket_connect_timeout=1.0,
-                         retry=Retry(NoBackoff(), 0))
+    client = redis_sync.Redis(
+        host=host,
+        port=port,
+        socket_timeout=1.0,
+        socket_connect_timeout=1.0,
+        retry=Retry(NoBackoff(), 0),
+    )
     try:
         info = client.info("server")
         try:
@@ -98,9 +103,15 @@ class RedisProcess:
     """One redis-server child process. `stop()` kills it; `start()` again restarts it on
     the same port and data directory (tests use this to simulate an outage)."""
 
-    def __init__(self, port: int | None = None, data_dir: str | None = None,
-                 persist: bool = False, fsync: str = "everysec",
-                 binary: str | None = None, extra_args: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        port: int | None = None,
+        data_dir: str | None = None,
+        persist: bool = False,
+        fsync: str = "everysec",
+        binary: str | None = None,
+        extra_args: list[str] | None = None,
+    ) -> None:
         self.binary = binary or redis_server_binary()
         self.port = port or free_port()
         self.dir = os.path.abspath(data_dir or tempfile.mkdtemp(prefix="askgate-redis-"))
@@ -121,11 +132,25 @@ class RedisProcess:
             raise PortTaken(self.port, owner)
         Path(self.dir).mkdir(parents=True, exist_ok=True)
         args = [
-            self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
-            "--dir", self.dir, "--save", "", "--daemonize", "no",
-            "--appendonly", "yes" if self.persist else "no",
-            "--maxclients", "10000", "--loglevel", "warning",
-            "--logfile", str(Path(self.dir) / "redis.log"),
+            self.binary,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            self.dir,
+            "--save",
+            "",
+            "--daemonize",
+            "no",
+            "--appendonly",
+            "yes" if self.persist else "no",
+            "--maxclients",
+            "10000",
+            "--loglevel",
+            "warning",
+            "--logfile",
+            str(Path(self.dir) / "redis.log"),
         ]
         if self.persist:
             args += ["--appendfsync", self.fsync]
@@ -133,9 +158,10 @@ class RedisProcess:
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            with contextlib.suppress(OSError), socket.create_connection(
-                ("127.0.0.1", self.port), 0.2
-            ) as s:
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", self.port), 0.2) as s,
+            ):
                 s.sendall(b"PING\r\n")
                 if s.recv(16).startswith(b"+PONG"):
                     if self._answered_by_us():
@@ -151,8 +177,12 @@ class RedisProcess:
 
     def _answered_by_us(self) -> bool:
         owner = port_owner(self.port)
-        return (owner is not None and self.proc is not None and owner.pid == self.proc.pid
-                and self.proc.poll() is None)
+        return (
+            owner is not None
+            and self.proc is not None
+            and owner.pid == self.proc.pid
+            and self.proc.poll() is None
+        )
 
     def stop(self, graceful: bool = False) -> None:
         """Kill the server (an outage), or with graceful=True let it flush and exit."""
@@ -211,8 +241,12 @@ def free_cluster_port(taken: set[int] | None = None) -> int:
     taken = taken or set()
     for _ in range(500):
         port = free_port()
-        if (port <= MAX_CLUSTER_PORT and port not in taken and port + CLUSTER_BUS_OFFSET
-                not in taken and _bindable(port + CLUSTER_BUS_OFFSET)):
+        if (
+            port <= MAX_CLUSTER_PORT
+            and port not in taken
+            and port + CLUSTER_BUS_OFFSET not in taken
+            and _bindable(port + CLUSTER_BUS_OFFSET)
+        ):
             return port
     raise RuntimeError("no free loopback port below 55536 with its cluster-bus port free")
 
@@ -222,8 +256,13 @@ class RedisClusterProcess:
     slots split evenly. `kill(i)` / `restart(i)` take one node away and bring it back
     on the same port with its cluster identity (and its data when `persist`)."""
 
-    def __init__(self, masters: int = 3, node_timeout_ms: int = 1000, persist: bool = False,
-                 binary: str | None = None) -> None:
+    def __init__(
+        self,
+        masters: int = 3,
+        node_timeout_ms: int = 1000,
+        persist: bool = False,
+        binary: str | None = None,
+    ) -> None:
         self.binary = binary or newest_redis_server()
         root = tempfile.mkdtemp(prefix="askgate-cluster-")
         ports: set[int] = set()
@@ -231,15 +270,25 @@ class RedisClusterProcess:
         for i in range(masters):
             port = free_cluster_port(ports)
             ports |= {port, port + CLUSTER_BUS_OFFSET}
-            self.nodes.append(RedisProcess(
-                port, os.path.join(root, f"node{i}"), persist=persist, binary=self.binary,
-                extra_args=[
-                    "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                    "--cluster-node-timeout", str(node_timeout_ms),
-                    # The shards of a node that is away fail; the others keep serving.
-                    "--cluster-require-full-coverage", "no",
-                ],
-            ))
+            self.nodes.append(
+                RedisProcess(
+                    port,
+                    os.path.join(root, f"node{i}"),
+                    persist=persist,
+                    binary=self.binary,
+                    extra_args=[
+                        "--cluster-enabled",
+                        "yes",
+                        "--cluster-config-file",
+                        "nodes.conf",
+                        "--cluster-node-timeout",
+                        str(node_timeout_ms),
+                        # The shards of a node that is away fail; the others keep serving.
+                        "--cluster-require-full-coverage",
+                        "no",
+                    ],
+                )
+            )
 
     @property
     def url(self) -> str:
@@ -252,8 +301,9 @@ class RedisClusterProcess:
         return [(bounds[i], bounds[i + 1] - 1) for i in range(n)]
 
     def _client(self, node: RedisProcess) -> redis_sync.Redis:
-        return redis_sync.Redis(host="127.0.0.1", port=node.port, socket_timeout=5.0,
-                                socket_connect_timeout=2.0)
+        return redis_sync.Redis(
+            host="127.0.0.1", port=node.port, socket_timeout=5.0, socket_connect_timeout=2.0
+        )
 
     def start(self, timeout_s: float = 30.0) -> RedisClusterProcess:
         try:
@@ -283,9 +333,11 @@ class RedisClusterProcess:
             return f"unreachable ({exc})"
         text = info.decode() if isinstance(info, bytes) else str(info)
         fields = dict(line.split(":", 1) for line in text.split() if ":" in line)
-        ok = (fields.get("cluster_state") == "ok"
-              and fields.get("cluster_slots_ok") == str(CLUSTER_SLOTS)
-              and fields.get("cluster_known_nodes") == str(len(self.nodes)))
+        ok = (
+            fields.get("cluster_state") == "ok"
+            and fields.get("cluster_slots_ok") == str(CLUSTER_SLOTS)
+            and fields.get("cluster_known_nodes") == str(len(self.nodes))
+        )
         return "ok" if ok else text.replace("\r\n", " ")
 
     def wait_ok(self, timeout_s: float = 30.0) -> None:

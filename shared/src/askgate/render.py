@@ -35,8 +35,12 @@ def prompt_text(questions: Sequence[QuestionIn], locale: str, *, limit: int = 40
     text = "\n\n".join(blocks) + "\n\n" + guidance(questions, locale)
     if len(text) > limit:
         # Descriptions are the only unbounded-ish part; drop them before cutting.
-        stripped = [q.model_copy(update={"options": [o.model_copy(update={"description": None})
-                                                     for o in q.options]}) for q in questions]
+        stripped = [
+            q.model_copy(
+                update={"options": [o.model_copy(update={"description": None}) for o in q.options]}
+            )
+            for q in questions
+        ]
         text = prompt_text(stripped, locale, limit=10**9)
         text = text[: limit - 1] + "…" if len(text) > limit else text
     return text
@@ -57,8 +61,10 @@ def summary_text(rec: Record, *, echo_free_text: bool = True, locale: str | None
         parts: list[str] = []
         for q in rec.questions:
             declared = {o.label for o in q.options}
-            values = [v if echo_free_text or v in declared else t(locale, "free_text")
-                      for v in answers.get(q.id, [])]
+            values = [
+                v if echo_free_text or v in declared else t(locale, "free_text")
+                for v in answers.get(q.id, [])
+            ]
             parts.append(", ".join(values))
         if len(rec.questions) > 1:
             parts = [f"{q.header}: {part}" for q, part in zip(rec.questions, parts, strict=True)]

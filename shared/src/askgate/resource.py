@@ -83,5 +83,3 @@ class QuestionPublic(BaseModel):
     audit: Audit | None = None
     late_answer: LateAnswer | None = None  # the first of late_answers
     late_answers: list[LateAnswer] = Field(default_factory=list)
-
-

@@ -76,8 +76,11 @@ def worker_main(
     try:
         settings = load(settings_cls)
         if args.check:
-            raise SystemExit(asyncio.run(
-                health.check(settings.redis_url, service, cluster=settings.redis_cluster)))
+            raise SystemExit(
+                asyncio.run(
+                    health.check(settings.redis_url, service, cluster=settings.redis_cluster)
+                )
+            )
         check_redis(settings)
     except ConfigError as exc:
         print(f"{prog}: {exc.message}", file=sys.stderr)

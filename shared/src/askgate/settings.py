@@ -99,14 +99,20 @@ class Settings(BaseSettings):
             return self
         url = urlsplit(self.redis_url)
         if url.scheme == "unix":
-            raise ValueError("ASKGATE_REDIS_CLUSTER=true needs REDIS_URL over TCP "
-                             "(redis:// or rediss://): a cluster is not reached by a socket file")
+            raise ValueError(
+                "ASKGATE_REDIS_CLUSTER=true needs REDIS_URL over TCP "
+                "(redis:// or rediss://): a cluster is not reached by a socket file"
+            )
         if url.path.strip("/") not in ("", "0"):
-            raise ValueError("ASKGATE_REDIS_CLUSTER=true: a Redis Cluster has only database 0, "
-                             f"so drop {url.path!r} from REDIS_URL")
+            raise ValueError(
+                "ASKGATE_REDIS_CLUSTER=true: a Redis Cluster has only database 0, "
+                f"so drop {url.path!r} from REDIS_URL"
+            )
         if self.jobs_redis_url and self.jobs_redis_url == self.redis_url:
-            raise ValueError("ASKGATE_JOBS_REDIS_URL must name a Redis outside the cluster "
-                             "(RQ cannot run on Redis Cluster), not REDIS_URL")
+            raise ValueError(
+                "ASKGATE_JOBS_REDIS_URL must name a Redis outside the cluster "
+                "(RQ cannot run on Redis Cluster), not REDIS_URL"
+            )
         return self
 
     def jobs_redis(self) -> str:

@@ -55,8 +55,9 @@ def webhook_signature(secret: str, timestamp: int, body: bytes) -> str:
     return "v1=" + mac.hexdigest()
 
 
-def verify_webhook(secret: str, timestamp: str, body: bytes, signature: str,
-                   tolerance_s: int = 300) -> bool:
+def verify_webhook(
+    secret: str, timestamp: str, body: bytes, signature: str, tolerance_s: int = 300
+) -> bool:
     if not timestamp.isdigit() or abs(time.time() - int(timestamp)) > tolerance_s:
         return False
     return hmac.compare_digest(webhook_signature(secret, int(timestamp), body), signature)

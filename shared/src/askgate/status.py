@@ -52,8 +52,12 @@ class DeliveryState(StrEnum):
 DELIVERY_TRANSITIONS: dict[DeliveryState, frozenset[DeliveryState]] = {
     DeliveryState.PENDING: frozenset({DeliveryState.SENDING, DeliveryState.FAILED}),
     DeliveryState.SENDING: frozenset(
-        {DeliveryState.SENDING, DeliveryState.DELIVERED, DeliveryState.PENDING,
-         DeliveryState.FAILED}
+        {
+            DeliveryState.SENDING,
+            DeliveryState.DELIVERED,
+            DeliveryState.PENDING,
+            DeliveryState.FAILED,
+        }
     ),
     DeliveryState.DELIVERED: frozenset({DeliveryState.DELIVERED}),  # its ref completed later
     DeliveryState.FAILED: frozenset(),

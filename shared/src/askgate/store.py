@@ -113,8 +113,7 @@ class Store(Queries):
                 retry_after_s=max(1, min(30, -(-int(verdict[1]) // 1000))),
             )
 
-        targets = [tg.model_dump(mode="json", exclude_none=True)
-                   for _, tg in body.all_targets()]
+        targets = [tg.model_dump(mode="json", exclude_none=True) for _, tg in body.all_targets()]
         # Every channel with a target in any step gets the question's end; only those
         # of the ask's own targets get question.created (a step's get question.escalate).
         channels = ["web", *sorted({tg["channel"] for tg in targets} - {"web"})]
@@ -138,7 +137,7 @@ class Store(Queries):
         questions = [q.model_dump(mode="json", exclude_defaults=True) for q in body.questions]
         callback = str(body.callback_url) if body.callback_url else None
         watch: list[str | int] = []
-        for i, tg in enumerate(targets[:len(body.targets)]):
+        for i, tg in enumerate(targets[: len(body.targets)]):
             if tg["channel"] == "web":
                 fields[f"ds:{i}"] = "delivered"  # the Control UI can always show it
             else:
@@ -173,9 +172,22 @@ class Store(Queries):
                     keys.timers(shard),
                     *[keys.events(shard, ch) for ch in shown_now],
                 ],
-                args=[qid, expires, now, expires - now + self.keep_ms, self.maxlen,
-                      "1" if body.run_id else "0", doc, tenant, body.session,
-                      len(watch) // 2, *watch, len(timers) // 2, *timers, *flat],
+                args=[
+                    qid,
+                    expires,
+                    now,
+                    expires - now + self.keep_ms,
+                    self.maxlen,
+                    "1" if body.run_id else "0",
+                    doc,
+                    tenant,
+                    body.session,
+                    len(watch) // 2,
+                    *watch,
+                    len(timers) // 2,
+                    *timers,
+                    *flat,
+                ],
             )
         except BaseException:
             await self._release(tenant, qid)
@@ -231,8 +243,16 @@ class Store(Queries):
         responder_json = _responder_json(responder, target)
         reply = await self._resolve(
             keys=[keys.question(rec.id), keys.metrics(keys.shard_of(rec.id))],
-            args=[rec.id, status.value, reason.value if reason else "", result,
-                  responder_json, now, self.keep_ms, self.maxlen],
+            args=[
+                rec.id,
+                status.value,
+                reason.value if reason else "",
+                result,
+                responder_json,
+                now,
+                self.keep_ms,
+                self.maxlen,
+            ],
         )
         if reply[0] == b"final":
             cur, cur_reason = reply[1].decode(), reply[2].decode() or None
@@ -243,25 +263,42 @@ class Store(Queries):
         if reply[0] == b"missing":
             raise NotFound(f"question {rec.id} not found")
         await self._release(rec.tenant, rec.id)
-        rec.f.update(status=status.value, reason=reason.value if reason else "",
-                     responder=responder_json, resolved=str(now))
+        rec.f.update(
+            status=status.value,
+            reason=reason.value if reason else "",
+            responder=responder_json,
+            resolved=str(now),
+        )
         if status == Status.ANSWERED:
             rec.f["result"] = result.decode()
         return rec
 
     def _check_pending(self, rec: Record) -> None:
         if rec.status != Status.PENDING:
-            raise AlreadyFinal(ended_message(rec.f["status"], rec.f.get("reason"), rec.locale),
-                               rec.f["status"], rec.f.get("reason") or None)
+            raise AlreadyFinal(
+                ended_message(rec.f["status"], rec.f.get("reason"), rec.locale),
+                rec.f["status"],
+                rec.f.get("reason") or None,
+            )
 
-    async def _late(self, rec: Record, answers: dict[str, list[str]],
-                    responder: Responder | None, target: int | None) -> None:
+    async def _late(
+        self,
+        rec: Record,
+        answers: dict[str, list[str]],
+        responder: Responder | None,
+        target: int | None,
+    ) -> None:
         """An answer to a question that had ended: kept as its late answer when it ended
         without one (the result does not change), then refused all the same."""
-        if rec.status == Status.NO_ANSWER and \
-                await self.followup.keep_late(rec, answers, responder, target):
-            raise AlreadyFinal(late_message(rec.f.get("reason"), rec.locale), rec.f["status"],
-                               rec.f.get("reason") or None, late=True)
+        if rec.status == Status.NO_ANSWER and await self.followup.keep_late(
+            rec, answers, responder, target
+        ):
+            raise AlreadyFinal(
+                late_message(rec.f.get("reason"), rec.locale),
+                rec.f["status"],
+                rec.f.get("reason") or None,
+                late=True,
+            )
         self._check_pending(rec)
 
     async def answer(
@@ -285,11 +322,16 @@ class Store(Queries):
                 await self._late(rec, late, responder, target)
             self._check_pending(rec)
         canonical = canonical_answers(rec.questions, answers, rec.locale)
-        return await self._finish(rec, Status.ANSWERED, None, result_json(canonical), responder,
-                                  target, canonical)
+        return await self._finish(
+            rec, Status.ANSWERED, None, result_json(canonical), responder, target, canonical
+        )
 
     async def apply_reply(
-        self, rec: Record, text: str, responder: Responder | None = None, *,
+        self,
+        rec: Record,
+        text: str,
+        responder: Responder | None = None,
+        *,
         target: int | None = None,
     ) -> tuple[Record, ParsedReply]:
         """Read a plain-text message as the answer to `rec` (SPEC §5); after the end, one
@@ -303,11 +345,17 @@ class Store(Queries):
                 await self._late(rec, parsed.answers, responder, target)
             self._check_pending(rec)
         if parsed.kind == "skip":
-            rec = await self._finish(rec, Status.NO_ANSWER, Reason.SKIPPED, NO_ANSWER, responder,
-                                     target)
+            rec = await self._finish(
+                rec, Status.NO_ANSWER, Reason.SKIPPED, NO_ANSWER, responder, target
+            )
         elif parsed.kind == "answers":
             rec = await self._finish(
-                rec, Status.ANSWERED, None, result_json(parsed.answers), responder, target,
+                rec,
+                Status.ANSWERED,
+                None,
+                result_json(parsed.answers),
+                responder,
+                target,
                 parsed.answers,
             )
         return rec, parsed
@@ -318,8 +366,13 @@ class Store(Queries):
         return await self.apply_reply(await self.get(tenant, question_id), text, responder)
 
     async def end(
-        self, tenant: str, question_id: str, reason: Reason, responder: Responder | None = None,
-        *, target: int | None = None,
+        self,
+        tenant: str,
+        question_id: str,
+        reason: Reason,
+        responder: Responder | None = None,
+        *,
+        target: int | None = None,
     ) -> Record:
         """Skip or cancel: the question ends as no_answer with `reason`."""
         rec = await self.get(tenant, question_id)
@@ -346,22 +399,29 @@ class Store(Queries):
         Returns (ended, taken): taken == sweep_batch means more may be due."""
         ended, taken = await self._sweep(
             keys=[keys.due(shard), keys.metrics(shard)],
-            args=[now or now_ms(), self.settings.sweep_batch, self.keep_ms, self.maxlen,
-                  NO_ANSWER],
+            args=[now or now_ms(), self.settings.sweep_batch, self.keep_ms, self.maxlen, NO_ANSWER],
         )
         return int(ended), int(taken)
 
-    async def sweep_undelivered(self, shard: int, live: set[str] | frozenset[str],
-                                now: int | None = None) -> tuple[int, int, int]:
+    async def sweep_undelivered(
+        self, shard: int, live: set[str] | frozenset[str], now: int | None = None
+    ) -> tuple[int, int, int]:
         """Fail the targets of one shard that were due to be shown and whose channel has
         no live worker (`live`: the channels that have one). Returns (failed, questions
         ended, entries taken): taken == sweep_batch means more may be due."""
         now = now or now_ms()
         failed, ended, taken = await self._watchdog(
             keys=[keys.undelivered(shard), keys.metrics(shard)],
-            args=[now, self.settings.sweep_batch, self.grace_ms,
-                  "," + ",".join(sorted(live)) + ",", self.keep_ms, self.maxlen, NO_ANSWER,
-                  iso(now)],
+            args=[
+                now,
+                self.settings.sweep_batch,
+                self.grace_ms,
+                "," + ",".join(sorted(live)) + ",",
+                self.keep_ms,
+                self.maxlen,
+                NO_ANSWER,
+                iso(now),
+            ],
         )
         return int(failed), int(ended), int(taken)
 

@@ -135,6 +135,8 @@ async def set_outbound_allow(redis: Redis, tenant_id: str, cidrs: str) -> tuple[
     else:
         await redis.hdel(record, "outbound_allow")
     return nets
+
+
 async def set_remind(redis: Redis, tenant_id: str, remind: Remind | None) -> None:
     """The tenant's default reminders (None: asks without `remind` get none)."""
     record = await _record_key(redis, tenant_id)

@@ -43,15 +43,23 @@ class Timer:
         return cls(TimerKind(kind), qid, int(n))
 
 
-def plan(question_id: str, created_ms: int, expires_ms: int, remind: Remind | None,
-         steps: Sequence[EscalationStep]) -> list[tuple[int, Timer]]:
+def plan(
+    question_id: str,
+    created_ms: int,
+    expires_ms: int,
+    remind: Remind | None,
+    steps: Sequence[EscalationStep],
+) -> list[tuple[int, Timer]]:
     """(due ms, timer) of every reminder and escalation step of a question. Reminders
     come every `every_s` from the ask, at most `max`, and stop before the final warning
     (or the deadline); nothing is due at or after the deadline."""
     out: list[tuple[int, Timer]] = []
     if remind is not None:
-        final_at = expires_ms - remind.final_warning_s * 1000 \
-            if remind.final_warning_s is not None else None
+        final_at = (
+            expires_ms - remind.final_warning_s * 1000
+            if remind.final_warning_s is not None
+            else None
+        )
         end = final_at if final_at is not None else expires_ms
         n = 0
         for n_ in range(1, remind.max + 1):

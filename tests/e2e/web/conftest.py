@@ -28,8 +28,12 @@ from tests.conftest import SECRET, make_settings
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
 ]
 DESKTOP: ViewportSize = {"width": 900, "height": 640}
 PHONE: ViewportSize = {"width": 375, "height": 667}
@@ -59,8 +63,11 @@ class WebProcess:
         """Start it and return once /readyz says the event reader is running."""
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "askgate_web"], env={**os.environ, **self.env},
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                [sys.executable, "-m", "askgate_web"],
+                env={**os.environ, **self.env},
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
         deadline = time.monotonic() + timeout_s
@@ -142,8 +149,14 @@ async def browser_page_tr(browser: Browser) -> AsyncIterator[Page]:
 @pytest.fixture
 async def phone(browser: Browser) -> AsyncIterator[Page]:
     """A fresh phone-sized, touch browser context and page."""
-    async for p in _open(browser, viewport=PHONE, is_mobile=True, has_touch=True,
-                         device_scale_factor=1, locale="en-US"):
+    async for p in _open(
+        browser,
+        viewport=PHONE,
+        is_mobile=True,
+        has_touch=True,
+        device_scale_factor=1,
+        locale="en-US",
+    ):
         yield p
 
 
@@ -167,15 +180,32 @@ def shot() -> Shot:
 # -- helpers the tests share ---------------------------------------------------------------
 
 MULTI_ASK: list[dict[str, Any]] = [
-    {"id": "deploy_target", "header": "Deploy", "question": "Where should I deploy this build?",
-     "options": [{"label": "Production"},
-                 {"label": "Staging (Recommended)", "description": "Safe, reversible"}]},
-    {"id": "checks", "header": "Checks", "question": "Which checks should run first?",
-     "multiSelect": True,
-     "options": [{"label": "Unit tests", "description": "Fast"}, {"label": "Lint"},
-                 {"label": "Load test", "description": "Slow"}]},
-    {"id": "notify", "header": "Notify", "question": "Whom should I tell when it is done?",
-     "options": [{"label": "The team channel"}, {"label": "Nobody"}]},
+    {
+        "id": "deploy_target",
+        "header": "Deploy",
+        "question": "Where should I deploy this build?",
+        "options": [
+            {"label": "Production"},
+            {"label": "Staging (Recommended)", "description": "Safe, reversible"},
+        ],
+    },
+    {
+        "id": "checks",
+        "header": "Checks",
+        "question": "Which checks should run first?",
+        "multiSelect": True,
+        "options": [
+            {"label": "Unit tests", "description": "Fast"},
+            {"label": "Lint"},
+            {"label": "Load test", "description": "Slow"},
+        ],
+    },
+    {
+        "id": "notify",
+        "header": "Notify",
+        "question": "Whom should I tell when it is done?",
+        "options": [{"label": "The team channel"}, {"label": "Nobody"}],
+    },
 ]
 
 

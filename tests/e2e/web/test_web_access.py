@@ -28,9 +28,7 @@ async def test_forged_link_is_refused_with_a_readable_page(
     await shot(page, "link-refused")
 
 
-async def test_expired_link_is_refused(
-    page: Page, tenant: Tenant, web_server: WebProcess
-) -> None:
+async def test_expired_link_is_refused(page: Page, tenant: Tenant, web_server: WebProcess) -> None:
     """A correctly signed link past its expiry is refused."""
     exp = int(time.time()) - 5
     sig = session_link_sig(SECRET, tenant.id, "s1", exp)
@@ -52,8 +50,7 @@ async def test_a_link_opens_its_own_session_only(
 ) -> None:
     """Session A's link shows A's question, and refuses when pointed at session B."""
     a = await ask(app_client, tenant.headers, session="alpha")
-    b = await ask(app_client, tenant.headers, session="bravo",
-                  questions=[{**MULTI_ASK[2]}])
+    b = await ask(app_client, tenant.headers, session="bravo", questions=[{**MULTI_ASK[2]}])
     await page.goto(a["web_url"])
     await expect(page.locator("#timeline .entry")).to_have_count(1)
     await expect(page.locator(f'#timeline [data-qid="{a["id"]}"]')).to_be_visible()
@@ -70,9 +67,10 @@ async def test_another_sessions_question_cannot_be_answered_through_a_link(
     b = await ask(app_client, tenant.headers, session="bravo")
     query = a["web_url"].split("?", 1)[1]
     async with httpx.AsyncClient(base_url=web_server.url) as web:
-        r = await web.post(f"/api/answer?tenant={tenant.id}&session=alpha&{query}",
-                           json={"question_id": b["id"],
-                                 "answers": {"deploy_target": ["Production"]}})
+        r = await web.post(
+            f"/api/answer?tenant={tenant.id}&session=alpha&{query}",
+            json={"question_id": b["id"], "answers": {"deploy_target": ["Production"]}},
+        )
     assert r.status_code == 404
     r = await app_client.get(f"/v1/questions/{b['id']}", headers=tenant.headers)
     assert r.json()["status"] == "pending"

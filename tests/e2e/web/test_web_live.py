@@ -35,12 +35,16 @@ async def test_answer_on_the_api_closes_the_panel_with_its_summary(
     await page.goto(q["web_url"])
     panel = page.get_by_role("region", name="Your agent asks")
     await expect(panel).to_be_visible()
-    r = await app_client.post(f"/v1/questions/{q['id']}/answer", headers=tenant.headers,
-                              json={"answers": {"deploy_target": ["Production"]}})
+    r = await app_client.post(
+        f"/v1/questions/{q['id']}/answer",
+        headers=tenant.headers,
+        json={"answers": {"deploy_target": ["Production"]}},
+    )
     assert r.status_code == 200, r.text
     await expect(panel).to_be_hidden()
     await expect(page.locator(f'[data-qid="{q["id"]}"] .summary')).to_have_text(
-        "Answered: Production")
+        "Answered: Production"
+    )
     await expect(page.get_by_role("status")).to_have_text("Answered: Production")
 
 
@@ -93,8 +97,11 @@ async def test_late_answer_after_the_end_changes_nothing(
     # No event stream: the page cannot learn that the question ended before the tap.
     await page.route("**/api/events?*", lambda route: route.abort())
     await page.goto(q["web_url"])
-    await app_client.post(f"/v1/questions/{q['id']}/answer", headers=tenant.headers,
-                          json={"answers": {"deploy_target": ["Production"]}})
+    await app_client.post(
+        f"/v1/questions/{q['id']}/answer",
+        headers=tenant.headers,
+        json={"answers": {"deploy_target": ["Production"]}},
+    )
     await page.get_by_role("button", name="Staging").click()
     await expect(page.locator("#alert")).to_have_text("This question was already answered.")
     await expect(page.get_by_role("region", name="Your agent asks")).to_be_hidden()
@@ -103,8 +110,12 @@ async def test_late_answer_after_the_end_changes_nothing(
 
 
 async def test_every_replica_tells_its_pages(
-    browser: Browser, page: Page, app_client: httpx.AsyncClient, tenant: Tenant,
-    redis_server: RedisProcess, web_server: WebProcess
+    browser: Browser,
+    page: Page,
+    app_client: httpx.AsyncClient,
+    tenant: Tenant,
+    redis_server: RedisProcess,
+    web_server: WebProcess,
 ) -> None:
     """Pages on two web replicas of one session both close when the question is answered."""
     second = WebProcess(redis_server.url).start()
@@ -119,7 +130,8 @@ async def test_every_replica_tells_its_pages(
         for p in (page, other):
             await expect(p.get_by_role("region", name="Your agent asks")).to_be_hidden()
             await expect(p.locator(f'[data-qid="{q["id"]}"] .summary')).to_have_text(
-                "Answered: Production")
+                "Answered: Production"
+            )
     finally:
         await other.context.close()
         second.stop()

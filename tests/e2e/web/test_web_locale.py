@@ -27,7 +27,8 @@ async def test_turkish_ask_renders_every_word_in_turkish(
     await shot(page, "panel-tr")
     await panel.get_by_role("button", name="Production").click()
     await expect(page.locator(f'[data-qid="{q["id"]}"] .summary')).to_have_text(
-        "Cevaplandı: Production")
+        "Cevaplandı: Production"
+    )
 
 
 async def test_hindi_ask_renders_every_word_in_hindi(
@@ -56,9 +57,7 @@ async def test_phone_screen_fits_and_answers_by_touch(
     await phone.goto(q["web_url"])
     panel = phone.get_by_role("region", name="Your agent asks")
     await expect(panel).to_be_visible()
-    assert await phone.evaluate(
-        "document.documentElement.scrollWidth <= window.innerWidth"
-    )
+    assert await phone.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     for name in ("Skip", "Submit", "Next", "Collapse"):
         await expect(panel.get_by_role("button", name=name, exact=True)).to_be_in_viewport()
     await shot(phone, "phone")
@@ -68,4 +67,6 @@ async def test_phone_screen_fits_and_answers_by_touch(
     waiter = asyncio.create_task(wait_final(app_client, tenant.headers, q["id"]))
     await panel.get_by_role("button", name="Submit").tap()
     assert (await waiter)["result"]["answers"]["answers"] == {
-        "deploy_target": ["Production"], "checks": ["Lint"]}
+        "deploy_target": ["Production"],
+        "checks": ["Lint"],
+    }

@@ -74,11 +74,13 @@ async def test_stepper_keeps_picks_and_submits_every_answer(
     await panel.get_by_role("button", name="Submit").click()
     assert (await waiter)["result"] == {
         "status": "answered",
-        "answers": {"answers": {
-            "deploy_target": ["Production"],
-            "checks": ["Unit tests", "Load test", "Smoke test"],
-            "notify": ["Only me"],
-        }},
+        "answers": {
+            "answers": {
+                "deploy_target": ["Production"],
+                "checks": ["Unit tests", "Load test", "Smoke test"],
+                "notify": ["Only me"],
+            }
+        },
     }
 
 

@@ -44,8 +44,13 @@ class Msg:
 
     @property
     def raw(self) -> dict[str, Any]:
-        return {"id": self.id, "channel_id": self.channel_id, "content": self.content,
-                "components": self.components, "type": 0}
+        return {
+            "id": self.id,
+            "channel_id": self.channel_id,
+            "content": self.content,
+            "components": self.components,
+            "type": 0,
+        }
 
     def custom_ids(self) -> list[str]:
         return [c["custom_id"] for row in self.components for c in row["components"]]
@@ -59,6 +64,7 @@ class DiscordError(Exception):
 
 def check_components(rows: Any) -> None:
     """Discord's component rules for a message (raises DiscordError 400, code 50035)."""
+
     def bad(why: str) -> DiscordError:
         return DiscordError(400, 50035, f"Invalid Form Body: {why}")
 
@@ -136,8 +142,9 @@ class FakeDiscord:
             raise DiscordError(*self.refuse[channel])
         waits = self.retry_after.get(channel)
         if waits:
-            raise DiscordError(429, 0, "You are being rate limited.", retry_after=waits.pop(0),
-                               **{"global": False})
+            raise DiscordError(
+                429, 0, "You are being rate limited.", retry_after=waits.pop(0), **{"global": False}
+            )
         if "content" in body and len(body["content"]) > CONTENT_MAX:
             raise DiscordError(400, 50035, "Invalid Form Body: content is over 2000")
         if "components" in body:
@@ -146,8 +153,9 @@ class FakeDiscord:
 
     @staticmethod
     def _refused(exc: DiscordError) -> web.Response:
-        return web.json_response({"message": exc.message, "code": exc.code, **exc.extra},
-                                 status=exc.status)
+        return web.json_response(
+            {"message": exc.message, "code": exc.code, **exc.extra}, status=exc.status
+        )
 
     async def _create(self, request: web.Request) -> web.StreamResponse:
         try:
@@ -158,16 +166,20 @@ class FakeDiscord:
         known = self._nonces.get((channel, nonce)) if body.get("enforce_nonce") else None
         if known is not None:
             return web.json_response(self.channels[channel][known].raw)
-        msg = Msg(channel, str(next(self._ids)), body.get("content", ""),
-                  body.get("components") or [])
+        msg = Msg(
+            channel, str(next(self._ids)), body.get("content", ""), body.get("components") or []
+        )
         self.channels.setdefault(channel, {})[msg.id] = msg
         if nonce:
             self._nonces[(channel, nonce)] = msg.id
         queue = self.faults.get(channel)
         fault = queue.pop(0) if queue else None
         if fault == "html502":
-            return web.Response(status=502, text="<html><body>502 Bad Gateway</body></html>",
-                                content_type="text/html")
+            return web.Response(
+                status=502,
+                text="<html><body>502 Bad Gateway</body></html>",
+                content_type="text/html",
+            )
         if fault == "drop":
             assert request.transport is not None
             request.transport.close()

@@ -13,9 +13,10 @@ OTHER = "1300000000000000002"
 
 
 def rows_of(msg_components: list[dict[str, object]]) -> list[list[tuple[object, ...]]]:
-    return [[(c.get("type"), c.get("label"), c.get("style"), c["custom_id"])
-             for c in row["components"]]  # type: ignore[attr-defined]
-            for row in msg_components]
+    return [
+        [(c.get("type"), c.get("label"), c.get("style"), c["custom_id"]) for c in row["components"]]  # type: ignore[attr-defined]
+        for row in msg_components
+    ]
 
 
 async def test_single_select_is_a_row_of_buttons_then_other_and_skip(dc: Harness) -> None:
@@ -26,8 +27,10 @@ async def test_single_select_is_a_row_of_buttons_then_other_and_skip(dc: Harness
         [(2, "Staging (Recommended)", 1, f"ag:{qid}:0:o0"), (2, "Production", 2, f"ag:{qid}:0:o1")],
         [(2, "Diğer…", 2, f"ag:{qid}:0:x"), (2, "Atla", 2, f"ag:{qid}:0:s")],
     ]
-    assert prompt.content == ("**[Deploy] Where should I deploy this build?**\n"
-                              "1) Staging (Recommended) — Safe, reversible\n2) Production")
+    assert prompt.content == (
+        "**[Deploy] Where should I deploy this build?**\n"
+        "1) Staging (Recommended) — Safe, reversible\n2) Production"
+    )
 
 
 async def test_multi_select_is_a_native_string_select(dc: Harness) -> None:
@@ -35,8 +38,12 @@ async def test_multi_select_is_a_native_string_select(dc: Harness) -> None:
     q = await dc.ask(questions=[THREE[1]])
     prompt = await dc.prompt()
     select = prompt.components[0]["components"][0]
-    assert (select["type"], select["custom_id"], select["min_values"], select["max_values"]) == \
-        (3, f"ag:{q['id']}:0:m0", 1, 3)
+    assert (select["type"], select["custom_id"], select["min_values"], select["max_values"]) == (
+        3,
+        f"ag:{q['id']}:0:m0",
+        1,
+        3,
+    )
     assert [o["value"] for o in select["options"]] == ["0", "1", "2"]
 
 
@@ -44,8 +51,12 @@ async def test_three_questions_are_three_selects_and_submit(dc: Harness) -> None
     """Several questions: one select per question, then Submit, Other… and Skip."""
     q = await dc.ask(questions=THREE, locale="hi")
     prompt, qid = await dc.prompt(), q["id"]
-    assert [row["components"][0]["custom_id"] for row in prompt.components] == \
-        [f"ag:{qid}:0:m0", f"ag:{qid}:0:m1", f"ag:{qid}:0:m2", f"ag:{qid}:0:d"]
+    assert [row["components"][0]["custom_id"] for row in prompt.components] == [
+        f"ag:{qid}:0:m0",
+        f"ag:{qid}:0:m1",
+        f"ag:{qid}:0:m2",
+        f"ag:{qid}:0:d",
+    ]
     assert [c["label"] for c in prompt.components[3]["components"]] == ["भेजें", "अन्य…", "छोड़ें"]
     assert prompt.content.endswith("हर प्रश्न के लिए एक उत्तर चुनें, फिर 'भेजें' दबाएँ।")
 
@@ -53,9 +64,13 @@ async def test_three_questions_are_three_selects_and_submit(dc: Harness) -> None
 async def test_longest_ask_fits_discord_limits(dc: Harness) -> None:
     """Three questions with the longest text, labels and descriptions are accepted."""
     long_qs = [
-        {"id": f"q{i}", "header": "H" * 12, "question": "Why " + "x" * 990 + "?",
-         "options": [{"label": f"{j}" + "L" * 63, "description": "d" * 300} for j in range(4)],
-         "multiSelect": i == 1}
+        {
+            "id": f"q{i}",
+            "header": "H" * 12,
+            "question": "Why " + "x" * 990 + "?",
+            "options": [{"label": f"{j}" + "L" * 63, "description": "d" * 300} for j in range(4)],
+            "multiSelect": i == 1,
+        }
         for i in range(3)
     ]
     q = await dc.ask(questions=long_qs)
@@ -96,11 +111,14 @@ async def test_fault_after_the_post_still_shows_one_prompt(dc: Harness, fault: s
     assert delivery["ref"]["message_id"] == dc.fake.messages(CHANNEL)[0].id
 
 
-@pytest.mark.parametrize(("status", "code", "message"), [
-    (404, 10003, "Unknown Channel"),
-    (403, 50001, "Missing Access"),
-    (403, 50013, "Missing Permissions"),
-])
+@pytest.mark.parametrize(
+    ("status", "code", "message"),
+    [
+        (404, 10003, "Unknown Channel"),
+        (403, 50001, "Missing Access"),
+        (403, 50013, "Missing Permissions"),
+    ],
+)
 async def test_permanent_refusal_ends_the_ask_as_delivery_failed(
     dc: Harness, status: int, code: int, message: str
 ) -> None:
@@ -135,8 +153,12 @@ async def test_no_application_fails_delivery(dc: Harness) -> None:
 async def test_one_refused_channel_leaves_the_other(dc: Harness) -> None:
     """With one channel unknown and one reachable, the question stays pending and shown."""
     dc.fake.refuse[OTHER] = (404, 10003, "Unknown Channel")
-    q = await dc.ask(targets=[{"channel": "discord", "channel_id": OTHER},
-                              {"channel": "discord", "channel_id": CHANNEL}])
+    q = await dc.ask(
+        targets=[
+            {"channel": "discord", "channel_id": OTHER},
+            {"channel": "discord", "channel_id": CHANNEL},
+        ]
+    )
     await dc.prompt()
 
     async def states() -> list[str] | None:

@@ -30,11 +30,15 @@ async def test_click_gives_the_agent_the_exact_result(dc: Harness) -> None:
     q = await dc.ask()
     prompt = await dc.prompt()
     response = await dc.click(prompt, f"ag:{q['id']}:0:o1")
-    assert response == {"type": 4, "data": {"content": "Answer submitted.", "flags": 64,
-                                            "allowed_mentions": {"parse": []}}}
+    assert response == {
+        "type": 4,
+        "data": {"content": "Answer submitted.", "flags": 64, "allowed_mentions": {"parse": []}},
+    }
     body = await dc.wait_result(q["id"])
-    assert body["result"] == {"status": "answered",
-                              "answers": {"answers": {"deploy_target": ["Production"]}}}
+    assert body["result"] == {
+        "status": "answered",
+        "answers": {"answers": {"deploy_target": ["Production"]}},
+    }
     assert body["responder"] == {"channel": "discord", "user_id": ADA["id"], "name": "Ada"}
     assert await dc.summary(prompt) == "Answered: Production"
 
@@ -56,8 +60,9 @@ async def test_other_opens_a_modal_whose_text_is_the_answer(dc: Harness) -> None
     assert modal["type"] == 9
     [row] = modal["data"]["components"]
     assert row["components"][0]["custom_id"] == "0" and row["components"][0]["required"]
-    r = await dc.send(dc.modal_submit(prompt, modal["data"]["custom_id"],
-                                      {"0": "  canary in eu-west  "}))
+    r = await dc.send(
+        dc.modal_submit(prompt, modal["data"]["custom_id"], {"0": "  canary in eu-west  "})
+    )
     assert r.json()["data"]["content"] == "Answer submitted."
     body = await dc.wait_result(q["id"])
     assert body["result"]["answers"]["answers"] == {"deploy_target": ["canary in eu-west"]}
@@ -72,16 +77,21 @@ async def test_three_questions_are_picked_then_submitted(dc: Harness) -> None:
     assert kept["type"] == 7
     await dc.click(prompt, f"ag:{qid}:0:m1", values=["0", "1"])
     refused = await dc.click(prompt, f"ag:{qid}:0:d")
-    assert refused["data"]["content"] == \
-        "Please also answer: Notify: Whom should I notify?"
+    assert refused["data"]["content"] == "Please also answer: Notify: Whom should I notify?"
     kept = await dc.click(prompt, f"ag:{qid}:0:m2", values=["1"])
     selects = [row["components"][0] for row in kept["data"]["components"][:3]]
-    assert [[o["label"] for o in s["options"] if o.get("default")] for s in selects] == \
-        [["Production"], ["Auth", "Billing"], ["The team"]]
+    assert [[o["label"] for o in s["options"] if o.get("default")] for s in selects] == [
+        ["Production"],
+        ["Auth", "Billing"],
+        ["The team"],
+    ]
     await dc.click(prompt, f"ag:{qid}:0:d")
     body = await dc.wait_result(qid)
     assert body["result"]["answers"]["answers"] == {
-        "deploy_target": ["Production"], "areas": ["Auth", "Billing"], "notify": ["The team"]}
+        "deploy_target": ["Production"],
+        "areas": ["Auth", "Billing"],
+        "notify": ["The team"],
+    }
 
 
 async def test_three_questions_modal_fills_what_the_selects_left(dc: Harness) -> None:
@@ -93,7 +103,10 @@ async def test_three_questions_modal_fills_what_the_selects_left(dc: Harness) ->
     await dc.send(dc.modal_submit(prompt, f"ag:{qid}:0:f", {"0": "", "1": "", "2": "Only me"}))
     body = await dc.wait_result(qid)
     assert body["result"]["answers"]["answers"] == {
-        "deploy_target": ["Staging (Recommended)"], "areas": ["Search"], "notify": ["Only me"]}
+        "deploy_target": ["Staging (Recommended)"],
+        "areas": ["Search"],
+        "notify": ["Only me"],
+    }
 
 
 async def test_skip_ends_the_question_as_skipped(dc: Harness) -> None:
@@ -130,8 +143,11 @@ async def test_refused_user_is_told_privately(dc: Harness) -> None:
     q = await dc.ask(target={"allowed_user_ids": [ADA["id"]]})
     prompt = await dc.prompt()
     response = await dc.click(prompt, f"ag:{q['id']}:0:o1", BOB)
-    assert response["data"] == {"content": "You are not allowed to answer this question.",
-                                "flags": 64, "allowed_mentions": {"parse": []}}
+    assert response["data"] == {
+        "content": "You are not allowed to answer this question.",
+        "flags": 64,
+        "allowed_mentions": {"parse": []},
+    }
     assert (await dc.question(q["id"]))["status"] == "pending"
 
 
@@ -175,8 +191,11 @@ async def test_answer_elsewhere_edits_the_prompt(dc: Harness) -> None:
     """An answer through the API turns the Discord prompt into its summary."""
     q = await dc.ask()
     prompt = await dc.prompt()
-    r = await dc.api.post(f"/v1/questions/{q['id']}/answer", headers=dc.tenant.headers,
-                          json={"answers": {"deploy_target": ["Staging (Recommended)"]}})
+    r = await dc.api.post(
+        f"/v1/questions/{q['id']}/answer",
+        headers=dc.tenant.headers,
+        json={"answers": {"deploy_target": ["Staging (Recommended)"]}},
+    )
     assert r.status_code == 200, r.text
     assert await dc.summary(prompt) == "Answered: Staging (Recommended)"
 

@@ -26,14 +26,24 @@ PROCESS_WAIT_S = 60.0
 
 async def start_worker(redis_url: str, api_base: str) -> asyncio.subprocess.Process:
     env = {
-        **os.environ, "REDIS_URL": redis_url, "ASKGATE_SECRET_KEY": SECRET,
-        "ASKGATE_DISCORD_API_BASE": api_base, "ASKGATE_DISCORD_PORT": "0",
-        "ASKGATE_CONSUMER_BLOCK_MS": "100", "ASKGATE_CONSUMER_CLAIM_IDLE_MS": "300",
-        "ASKGATE_CONSUMER_CLAIM_EVERY_S": "0.2", "ASKGATE_DELIVERY_LEASE_MS": "300",
+        **os.environ,
+        "REDIS_URL": redis_url,
+        "ASKGATE_SECRET_KEY": SECRET,
+        "ASKGATE_DISCORD_API_BASE": api_base,
+        "ASKGATE_DISCORD_PORT": "0",
+        "ASKGATE_CONSUMER_BLOCK_MS": "100",
+        "ASKGATE_CONSUMER_CLAIM_IDLE_MS": "300",
+        "ASKGATE_CONSUMER_CLAIM_EVERY_S": "0.2",
+        "ASKGATE_DELIVERY_LEASE_MS": "300",
     }
     return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "askgate_discord", env=env,
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+        sys.executable,
+        "-m",
+        "askgate_discord",
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
 
 
 async def stop_worker(proc: asyncio.subprocess.Process) -> None:
@@ -68,6 +78,7 @@ async def test_worker_killed_mid_post_shows_exactly_one_prompt(
 
     second = await start_worker(redis_server.url, fake.base)
     try:
+
         async def settled() -> bool:
             return await redis.hget(keys.question(rec.id), "ds:0") == b"delivered"
 

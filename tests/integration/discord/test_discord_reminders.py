@@ -44,8 +44,8 @@ async def test_a_click_after_the_end_is_kept_as_late(dc: Harness) -> None:
     await dc.summary(prompt)
     reply = await dc.click(prompt, production)
     assert reply["data"]["content"] == (
-        "This question has expired; your answer was recorded but the agent went on without it.")
+        "This question has expired; your answer was recorded but the agent went on without it."
+    )
     late = (await dc.question(q["id"]))["late_answer"]
     assert late["answers"] == {"deploy_target": ["Production"]}
     assert late["responder"]["channel"] == "discord"
-

@@ -47,22 +47,29 @@ class SetClock(Clock):
 
 def slack_settings(redis_url: str, api: str, **overrides: Any) -> SlackSettings:
     values: dict[str, Any] = {
-        "redis_url": redis_url, "secret_key": SECRET, "timeout_min_s": 1,
-        "slack_mode": "http", "slack_port": 0, "slack_api_base": api,
-        "consumer_block_ms": 50, "consumer_claim_every_s": 0.2,
-        "delivery_backoff_s": 0.01, "channel_refresh_s": 0.5, **overrides,
+        "redis_url": redis_url,
+        "secret_key": SECRET,
+        "timeout_min_s": 1,
+        "slack_mode": "http",
+        "slack_port": 0,
+        "slack_api_base": api,
+        "consumer_block_ms": 50,
+        "consumer_claim_every_s": 0.2,
+        "delivery_backoff_s": 0.01,
+        "channel_refresh_s": 0.5,
+        **overrides,
     }
     return SlackSettings(**values)
 
 
-async def eventually(check: Callable[[], Awaitable[Any] | Any], what: str,
-                     wait_s: float = WAIT_S) -> Any:
+async def eventually(
+    check: Callable[[], Awaitable[Any] | Any], what: str, wait_s: float = WAIT_S
+) -> Any:
     """Poll `check` until it returns something truthy; fail naming `what` after wait_s."""
     return await support_eventually(check, what, wait_s)
 
 
-def signed(body: bytes, *, at: float | None = None, secret: str = SIGNING_SECRET
-           ) -> dict[str, str]:
+def signed(body: bytes, *, at: float | None = None, secret: str = SIGNING_SECRET) -> dict[str, str]:
     ts = str(int(at if at is not None else time.time()))
     signature = SignatureVerifier(secret).generate_signature(timestamp=ts, body=body)
     assert signature is not None
@@ -70,8 +77,15 @@ def signed(body: bytes, *, at: float | None = None, secret: str = SIGNING_SECRET
 
 
 class Harness:
-    def __init__(self, fake: FakeSlack, service: SlackService, tenant: Tenant,
-                 api: httpx.AsyncClient, redis: Redis, clock: SetClock) -> None:
+    def __init__(
+        self,
+        fake: FakeSlack,
+        service: SlackService,
+        tenant: Tenant,
+        api: httpx.AsyncClient,
+        redis: Redis,
+        clock: SetClock,
+    ) -> None:
         self.fake = fake
         self.service = service
         self.tenant = tenant
@@ -82,9 +96,15 @@ class Harness:
         port = service.port if service.port is not None else 9
         self.http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}")
 
-    async def ask(self, *, channel_id: str = ROOM, session: str = "s1",
-                  target: dict[str, Any] | None = None,
-                  targets: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
+    async def ask(
+        self,
+        *,
+        channel_id: str = ROOM,
+        session: str = "s1",
+        target: dict[str, Any] | None = None,
+        targets: list[dict[str, Any]] | None = None,
+        **extra: Any,
+    ) -> dict[str, Any]:
         slack = {"channel": "slack", "channel_id": channel_id, **(target or {})}
         body = ask_body(session, targets=targets or [slack], **extra)
         r = await self.api.post("/v1/questions", json=body, headers=self.tenant.headers)
@@ -93,10 +113,11 @@ class Harness:
 
     async def prompt(self, channel: str = ROOM, n: int = 1) -> Msg:
         """The n-th prompt (a bot message with controls) in the conversation."""
+
         def find() -> Msg | None:
-            prompts = [m for m in self.fake.messages(channel)
-                       if m.user is None and m.metadata]
+            prompts = [m for m in self.fake.messages(channel) if m.user is None and m.metadata]
             return prompts[n - 1] if len(prompts) >= n else None
+
         msg = await eventually(find, f"prompt {n} in {channel}")
         assert isinstance(msg, Msg)
         return msg
@@ -104,18 +125,19 @@ class Harness:
     async def interact(self, payload: dict[str, Any], **sign: Any) -> httpx.Response:
         body = urlencode({"payload": orjson.dumps(payload).decode()}).encode()
         headers = {"Content-Type": "application/x-www-form-urlencoded", **signed(body, **sign)}
-        return await self.http.post(f"/slack/{self.tenant.id}/interactivity", content=body,
-                                    headers=headers)
+        return await self.http.post(
+            f"/slack/{self.tenant.id}/interactivity", content=body, headers=headers
+        )
 
-    async def event(self, body: dict[str, Any], retry: int | None = None,
-                    **sign: Any) -> httpx.Response:
+    async def event(
+        self, body: dict[str, Any], retry: int | None = None, **sign: Any
+    ) -> httpx.Response:
         raw = orjson.dumps(body)
         headers = {"Content-Type": "application/json", **signed(raw, **sign)}
         if retry is not None:
             headers["X-Slack-Retry-Num"] = str(retry)
             headers["X-Slack-Retry-Reason"] = "http_timeout"
-        return await self.http.post(f"/slack/{self.tenant.id}/events", content=raw,
-                                    headers=headers)
+        return await self.http.post(f"/slack/{self.tenant.id}/events", content=raw, headers=headers)
 
     async def question(self, qid: str) -> dict[str, Any]:
         r = await self.api.get(f"/v1/questions/{qid}", headers=self.tenant.headers)
@@ -124,21 +146,25 @@ class Harness:
     async def delivered(self, qid: str, target: int = 0) -> dict[str, Any]:
         """The target's delivery once the ledger has settled it as delivered: the prompt
         reaches the fake a moment before the worker confirms it."""
+
         async def settled() -> dict[str, Any] | None:
             d = dict((await self.question(qid))["deliveries"][target])
             return d if d["status"] == "delivered" else None
+
         return dict(await eventually(settled, f"delivery {target} of {qid} settled"))
 
     async def wait_result(self, qid: str) -> dict[str, Any]:
-        r = await self.api.get(f"/v1/questions/{qid}/wait?timeout_s=10",
-                               headers=self.tenant.headers)
+        r = await self.api.get(
+            f"/v1/questions/{qid}/wait?timeout_s=10", headers=self.tenant.headers
+        )
         body = dict(r.json())
         assert body["status"] != "pending", body
         return body
 
     async def summary(self, msg: Msg) -> str:
-        await eventually(lambda: msg.edits and not msg.actions,
-                         f"prompt {msg.ts} edited into its summary")
+        await eventually(
+            lambda: msg.edits and not msg.actions, f"prompt {msg.ts} edited into its summary"
+        )
         return msg.text
 
     async def told(self, user: str, n: int = 1) -> list[str]:
@@ -148,9 +174,14 @@ class Harness:
 
     async def said(self, channel: str, thread_ts: str | None, n: int = 1) -> list[str]:
         """The bot's plain messages (not prompts) in a thread or conversation."""
+
         def replies() -> list[str]:
-            return [m.text for m in self.fake.messages(channel)
-                    if m.user is None and not m.metadata and m.thread_ts == thread_ts]
+            return [
+                m.text
+                for m in self.fake.messages(channel)
+                if m.user is None and not m.metadata and m.thread_ts == thread_ts
+            ]
+
         await eventually(lambda: len(replies()) >= n, f"{n} bot repl(ies) in {channel}")
         return replies()
 
@@ -163,14 +194,20 @@ async def fake() -> AsyncIterator[FakeSlack]:
 
 
 async def configure(redis: Redis, tenant: Tenant, **extra: str) -> None:
-    await set_channel_config(redis, tenant.id, "slack", {
-        "bot_token": TOKEN, "signing_secret": SIGNING_SECRET, "allowed_user_ids": ADA,
-        **extra})
+    await set_channel_config(
+        redis,
+        tenant.id,
+        "slack",
+        {"bot_token": TOKEN, "signing_secret": SIGNING_SECRET, "allowed_user_ids": ADA, **extra},
+    )
 
 
 @pytest.fixture
 async def sl(
-    redis_server: RedisProcess, redis: Redis, tenant: Tenant, app_client: httpx.AsyncClient,
+    redis_server: RedisProcess,
+    redis: Redis,
+    tenant: Tenant,
+    app_client: httpx.AsyncClient,
     fake: FakeSlack,
 ) -> AsyncIterator[Harness]:
     await configure(redis, tenant)

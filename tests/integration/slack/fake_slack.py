@@ -65,8 +65,12 @@ class Msg:
         return next(e for e in self.actions if e["action_id"].endswith(":" + suffix))
 
     def raw(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"type": "message", "ts": self.ts, "text": self.text,
-                                "blocks": self.blocks}
+        data: dict[str, Any] = {
+            "type": "message",
+            "ts": self.ts,
+            "text": self.text,
+            "blocks": self.blocks,
+        }
         if self.user:
             data["user"] = self.user
         else:
@@ -92,8 +96,9 @@ def check_blocks(blocks: Any) -> None:
         for e in elements:
             if len(e.get("action_id", "")) > 255:
                 raise SlackError("invalid_blocks")
-            if e["type"] == "button" and (len(e["text"]["text"]) > 75
-                                          or len(e.get("value", "")) > 2000):
+            if e["type"] == "button" and (
+                len(e["text"]["text"]) > 75 or len(e.get("value", "")) > 2000
+            ):
                 raise SlackError("invalid_blocks")
             if e["type"] in ("checkboxes", "radio_buttons") and not 1 <= len(e["options"]) <= 10:
                 raise SlackError("invalid_blocks")
@@ -166,8 +171,11 @@ class FakeSlack:
             return web.Response()
         if self.html_502.get(method):
             self.html_502[method] -= 1
-            return web.Response(status=502, content_type="text/html",
-                                text="<html><body><h1>502 Bad Gateway</h1></body></html>")
+            return web.Response(
+                status=502,
+                content_type="text/html",
+                text="<html><body><h1>502 Bad Gateway</h1></body></html>",
+            )
         try:
             auth = request.headers.get("Authorization", "")
             want = APP_TOKEN if method == "apps.connections.open" else TOKEN
@@ -187,8 +195,9 @@ class FakeSlack:
             if exc.error == "ratelimited":
                 headers["Retry-After"] = str(exc.status)
                 exc.status = 429
-            return web.json_response({"ok": False, "error": exc.error}, status=exc.status,
-                                     headers=headers)
+            return web.json_response(
+                {"ok": False, "error": exc.error}, status=exc.status, headers=headers
+            )
         return web.json_response({"ok": True, **result})
 
     # -- helpers -------------------------------------------------------------------------
@@ -223,14 +232,25 @@ class FakeSlack:
     # -- methods ---------------------------------------------------------------------------
 
     async def m_auth_test(self, params: dict[str, Any]) -> dict[str, Any]:
-        return {"team": "Acme", "team_id": TEAM, "user": "askgate", "user_id": "U0BOT",
-                "bot_id": "B0BOT"}
+        return {
+            "team": "Acme",
+            "team_id": TEAM,
+            "user": "askgate",
+            "user_id": "U0BOT",
+            "bot_id": "B0BOT",
+        }
 
     async def m_chat_postMessage(self, params: dict[str, Any]) -> dict[str, Any]:
         channel = self._channel(params)
         self._check(params)
-        msg = Msg(channel, self._ts(), str(params["text"]), params.get("blocks") or [],
-                  params.get("thread_ts"), params.get("metadata"))
+        msg = Msg(
+            channel,
+            self._ts(),
+            str(params["text"]),
+            params.get("blocks") or [],
+            params.get("thread_ts"),
+            params.get("metadata"),
+        )
         self.conversations.setdefault(channel, []).append(msg)
         await self.hold_post.wait()
         return {"channel": channel, "ts": msg.ts, "message": msg.raw()}
@@ -253,8 +273,14 @@ class FakeSlack:
     async def m_chat_postEphemeral(self, params: dict[str, Any]) -> dict[str, Any]:
         channel = self._channel(params)
         self._check(params)
-        self.ephemeral.append({"channel": channel, "user": params["user"],
-                               "text": params["text"], "thread_ts": params.get("thread_ts")})
+        self.ephemeral.append(
+            {
+                "channel": channel,
+                "user": params["user"],
+                "text": params["text"],
+                "thread_ts": params.get("thread_ts"),
+            }
+        )
         return {"message_ts": self._ts()}
 
     async def m_views_open(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -290,8 +316,11 @@ class FakeSlack:
     async def m_conversations_replies(self, params: dict[str, Any]) -> dict[str, Any]:
         channel = self._channel(params)
         thread = str(params.get("ts"))
-        msgs = [m for m in self.conversations.get(channel, [])
-                if m.ts == thread or m.thread_ts == thread]
+        msgs = [
+            m
+            for m in self.conversations.get(channel, [])
+            if m.ts == thread or m.thread_ts == thread
+        ]
         return self._history(msgs, params)
 
     async def m_apps_connections_open(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -315,9 +344,14 @@ class FakeSlack:
         envelope_id = f"env-{next(self._ids)}"
         for ws in self.sockets:
             if not ws.closed:
-                await ws.send_json({"envelope_id": envelope_id, "type": kind,
-                                    "payload": payload, "accepts_response_payload":
-                                    kind == "interactive"})
+                await ws.send_json(
+                    {
+                        "envelope_id": envelope_id,
+                        "type": kind,
+                        "payload": payload,
+                        "accepts_response_payload": kind == "interactive",
+                    }
+                )
         return envelope_id
 
     # -- what tests look at and send -------------------------------------------------------
@@ -332,8 +366,9 @@ class FakeSlack:
         """The ephemeral messages `user` was shown."""
         return [e["text"] for e in self.ephemeral if e["user"] == user]
 
-    def click(self, msg: Msg, suffix: str, user: str,
-              ticks: dict[str, list[int]] | None = None) -> dict[str, Any]:
+    def click(
+        self, msg: Msg, suffix: str, user: str, ticks: dict[str, list[int]] | None = None
+    ) -> dict[str, Any]:
         """A block_actions payload: `user` clicks the element whose action id ends with
         `suffix` on `msg`, with `ticks` (block id suffix → ticked option values) in the
         message's state, as Slack sends it."""
@@ -346,47 +381,83 @@ class FakeSlack:
             for e in b.get("elements", []) if b["type"] == "actions" else []:
                 if e["type"] not in ("checkboxes", "radio_buttons"):
                     continue
-                chosen = [o for o in e["options"]
-                          if int(o["value"]) in (ticks or {}).get(b["block_id"].split(":")[-1], [])]
+                chosen = [
+                    o
+                    for o in e["options"]
+                    if int(o["value"]) in (ticks or {}).get(b["block_id"].split(":")[-1], [])
+                ]
                 key = "selected_options" if e["type"] == "checkboxes" else "selected_option"
                 values.setdefault(b["block_id"], {})[e["action_id"]] = {
-                    "type": e["type"], key: chosen if e["type"] == "checkboxes" else
-                    (chosen[0] if chosen else None)}
+                    "type": e["type"],
+                    key: chosen if e["type"] == "checkboxes" else (chosen[0] if chosen else None),
+                }
         return {
-            "type": "block_actions", "trigger_id": trigger, "api_app_id": "A0APP",
+            "type": "block_actions",
+            "trigger_id": trigger,
+            "api_app_id": "A0APP",
             "team": {"id": TEAM, "domain": "acme"},
-            "user": {"id": user, "username": user.lower(), "name": user.lower(),
-                     "team_id": TEAM},
-            "container": {"type": "message", "message_ts": msg.ts, "channel_id": msg.channel,
-                          "is_ephemeral": False},
-            "channel": {"id": msg.channel, "name": "room"}, "message": msg.raw(),
+            "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": TEAM},
+            "container": {
+                "type": "message",
+                "message_ts": msg.ts,
+                "channel_id": msg.channel,
+                "is_ephemeral": False,
+            },
+            "channel": {"id": msg.channel, "name": "room"},
+            "message": msg.raw(),
             "state": {"values": values},
             "response_url": self.base + "/hooks/response",
-            "actions": [{"action_id": element["action_id"], "block_id": block["block_id"],
-                         "type": element["type"], "value": element.get("value"),
-                         "action_ts": f"{time.time():.6f}"}],
+            "actions": [
+                {
+                    "action_id": element["action_id"],
+                    "block_id": block["block_id"],
+                    "type": element["type"],
+                    "value": element.get("value"),
+                    "action_ts": f"{time.time():.6f}",
+                }
+            ],
         }
 
     @staticmethod
     def submit(view: dict[str, Any], user: str, text: str) -> dict[str, Any]:
         """A view_submission payload: `user` typed `text` into the modal and submitted."""
         return {
-            "type": "view_submission", "team": {"id": TEAM}, "user": {"id": user},
+            "type": "view_submission",
+            "team": {"id": TEAM},
+            "user": {"id": user},
             "trigger_id": f"{time.time():.6f}.submit",
-            "view": {**view, "id": "V1", "state": {"values": {
-                "ag_other": {"ag_other": {"type": "plain_text_input", "value": text}}}}},
+            "view": {
+                **view,
+                "id": "V1",
+                "state": {
+                    "values": {
+                        "ag_other": {"ag_other": {"type": "plain_text_input", "value": text}}
+                    }
+                },
+            },
         }
 
-    def message(self, channel: str, user: str, text: str,
-                thread_ts: str | None = None) -> dict[str, Any]:
+    def message(
+        self, channel: str, user: str, text: str, thread_ts: str | None = None
+    ) -> dict[str, Any]:
         """An event_callback: `user` writes `text` in the channel (or in a thread)."""
         msg = Msg(channel, self._ts(), text, [], thread_ts, user=user)
         self.conversations.setdefault(channel, []).append(msg)
-        event: dict[str, Any] = {"type": "message", "channel": channel, "user": user,
-                                 "text": text, "ts": msg.ts,
-                                 "channel_type": "im" if channel[:1] == "D" else "channel"}
+        event: dict[str, Any] = {
+            "type": "message",
+            "channel": channel,
+            "user": user,
+            "text": text,
+            "ts": msg.ts,
+            "channel_type": "im" if channel[:1] == "D" else "channel",
+        }
         if thread_ts:
             event["thread_ts"] = thread_ts
-        return {"type": "event_callback", "team_id": TEAM, "api_app_id": "A0APP",
-                "event": event, "event_id": f"Ev{next(self._ids):08d}",
-                "event_time": int(time.time())}
+        return {
+            "type": "event_callback",
+            "team_id": TEAM,
+            "api_app_id": "A0APP",
+            "event": event,
+            "event_id": f"Ev{next(self._ids):08d}",
+            "event_time": int(time.time()),
+        }

@@ -12,8 +12,10 @@ async def test_click_gives_the_agent_the_exact_result(sl: Harness) -> None:
     r = await sl.interact(sl.fake.click(prompt, "o0", ADA))
     assert r.status_code == 200
     body = await sl.wait_result(q["id"])
-    assert body["result"] == {"status": "answered",
-                              "answers": {"answers": {"deploy_target": ["Staging (Recommended)"]}}}
+    assert body["result"] == {
+        "status": "answered",
+        "answers": {"answers": {"deploy_target": ["Staging (Recommended)"]}},
+    }
 
 
 async def test_clicker_is_told_privately_that_the_answer_counted(sl: Harness) -> None:
@@ -40,10 +42,10 @@ async def test_double_click_is_told_already_answered(sl: Harness) -> None:
     prompt = await sl.prompt()
     await sl.interact(sl.fake.click(prompt, "o0", ADA))
     await sl.interact(sl.fake.click(prompt, "o1", ADA))
-    assert await sl.told(ADA, 2) == ["Answer submitted.",
-                                     "This question was already answered."]
+    assert await sl.told(ADA, 2) == ["Answer submitted.", "This question was already answered."]
     assert (await sl.question(q["id"]))["result"]["answers"]["answers"] == {
-        "deploy_target": ["Staging (Recommended)"]}
+        "deploy_target": ["Staging (Recommended)"]
+    }
 
 
 async def test_replayed_interaction_changes_nothing(sl: Harness) -> None:
@@ -99,9 +101,11 @@ async def test_answer_from_api_updates_the_prompt(sl: Harness) -> None:
     """An answer through the API while the prompt is shown turns it into "Answered: …"."""
     q = await sl.ask()
     prompt = await sl.prompt()
-    r = await sl.api.post(f"/v1/questions/{q['id']}/answer",
-                          json={"answers": {"deploy_target": ["Production"]}},
-                          headers=sl.tenant.headers)
+    r = await sl.api.post(
+        f"/v1/questions/{q['id']}/answer",
+        json={"answers": {"deploy_target": ["Production"]}},
+        headers=sl.tenant.headers,
+    )
     assert r.status_code == 200, r.text
     assert await sl.summary(prompt) == "Answered: Production"
 
@@ -131,5 +135,6 @@ async def test_click_after_expiry_is_kept_as_a_late_answer(sl: Harness) -> None:
     await eventually(lambda: prompt.edits, "the prompt finalised")
     await sl.interact(click)
     assert await sl.told(ADA) == [
-        "This question has expired; your answer was recorded but the agent went on without it."]
+        "This question has expired; your answer was recorded but the agent went on without it."
+    ]
     assert (await sl.question(q["id"]))["late_answer"]["responder"]["user_id"] == ADA

@@ -11,15 +11,13 @@ from tests.integration.slack.conftest import ADA, ROOM, Harness, eventually
 OTHER = "C0OTHER"
 
 
-async def test_single_select_has_one_button_per_option_then_other_and_skip(
-        sl: Harness) -> None:
+async def test_single_select_has_one_button_per_option_then_other_and_skip(sl: Harness) -> None:
     """Buttons in declared order, the Recommended one primary, then Other… and Skip;
     each action id and value carries the question id, target and option index."""
     q = await sl.ask(locale="hi")
     prompt = await sl.prompt()
     qid = q["id"]
-    got = [(e["text"]["text"], e.get("style"), e["action_id"], e["value"])
-           for e in prompt.actions]
+    got = [(e["text"]["text"], e.get("style"), e["action_id"], e["value"]) for e in prompt.actions]
     assert got == [
         ("Staging (Recommended)", "primary", f"ag:{qid}:0:o0", f"{qid}:0:0"),
         ("Production", None, f"ag:{qid}:0:o1", f"{qid}:0:1"),
@@ -50,17 +48,22 @@ async def test_prompt_carries_its_question_in_metadata(sl: Harness) -> None:
     """Every prompt's metadata names the question and target (found again after a crash)."""
     q = await sl.ask()
     prompt = await sl.prompt()
-    assert prompt.metadata == {"event_type": "askgate_prompt",
-                               "event_payload": {"question_id": q["id"], "target": 0}}
+    assert prompt.metadata == {
+        "event_type": "askgate_prompt",
+        "event_payload": {"question_id": q["id"], "target": 0},
+    }
 
 
 async def test_longest_ask_fits_block_kit_limits(sl: Harness) -> None:
     """Three questions with the longest texts pass the fake's Block Kit checks."""
     long_qs = [
-        {"id": f"q{i}", "header": "H" * 12, "question": "Why " + "x" * 990 + "?",
-         "multiSelect": i == 1,
-         "options": [{"label": f"{j}" + "L" * 63, "description": "d" * 300}
-                     for j in range(4)]}
+        {
+            "id": f"q{i}",
+            "header": "H" * 12,
+            "question": "Why " + "x" * 990 + "?",
+            "multiSelect": i == 1,
+            "options": [{"label": f"{j}" + "L" * 63, "description": "d" * 300} for j in range(4)],
+        }
         for i in range(3)
     ]
     q = await sl.ask(questions=long_qs)
@@ -69,8 +72,7 @@ async def test_longest_ask_fits_block_kit_limits(sl: Harness) -> None:
 
 
 @pytest.mark.parametrize("error", ["channel_not_found", "not_in_channel"])
-async def test_unreachable_channel_ends_the_ask_as_delivery_failed(
-        sl: Harness, error: str) -> None:
+async def test_unreachable_channel_ends_the_ask_as_delivery_failed(sl: Harness, error: str) -> None:
     """A permanent Slack error on the only target: no_answer/delivery_failed at once."""
     (sl.fake.missing if error == "channel_not_found" else sl.fake.not_in).add(ROOM)
     q = await sl.ask()
@@ -83,8 +85,12 @@ async def test_unreachable_channel_ends_the_ask_as_delivery_failed(
 async def test_one_unreachable_target_leaves_the_other(sl: Harness) -> None:
     """With one channel gone and one reachable, the ask stays pending and shown."""
     sl.fake.missing.add(OTHER)
-    q = await sl.ask(targets=[{"channel": "slack", "channel_id": OTHER},
-                              {"channel": "slack", "channel_id": ROOM}])
+    q = await sl.ask(
+        targets=[
+            {"channel": "slack", "channel_id": OTHER},
+            {"channel": "slack", "channel_id": ROOM},
+        ]
+    )
 
     async def states() -> list[str] | None:
         got = [d["status"] for d in (await sl.question(q["id"]))["deliveries"]]

@@ -7,20 +7,33 @@ import pytest
 
 from tests.integration.slack.conftest import ADA, BOB, Harness, eventually
 
-AREAS = {"id": "areas", "header": "Areas", "question": "Which areas changed?",
-         "multiSelect": True,
-         "options": [{"label": "Auth"}, {"label": "Billing"}, {"label": "Search"}]}
+AREAS = {
+    "id": "areas",
+    "header": "Areas",
+    "question": "Which areas changed?",
+    "multiSelect": True,
+    "options": [{"label": "Auth"}, {"label": "Billing"}, {"label": "Search"}],
+}
 THREE = [
-    {"id": "deploy_target", "header": "Deploy", "question": "Where?",
-     "options": [{"label": "Staging (Recommended)"}, {"label": "Production"}]},
+    {
+        "id": "deploy_target",
+        "header": "Deploy",
+        "question": "Where?",
+        "options": [{"label": "Staging (Recommended)"}, {"label": "Production"}],
+    },
     AREAS,
-    {"id": "notify", "header": "Notify", "question": "Tell the team?",
-     "options": [{"label": "Yes"}, {"label": "No"}]},
+    {
+        "id": "notify",
+        "header": "Notify",
+        "question": "Tell the team?",
+        "options": [{"label": "Yes"}, {"label": "No"}],
+    },
 ]
 
 
-async def open_modal(sl: Harness, ticks: dict[str, list[int]] | None = None,
-                     **ask: object) -> tuple[dict[str, object], dict[str, object]]:
+async def open_modal(
+    sl: Harness, ticks: dict[str, list[int]] | None = None, **ask: object
+) -> tuple[dict[str, object], dict[str, object]]:
     q = await sl.ask(**ask)
     prompt = await sl.prompt()
     await sl.interact(sl.fake.click(prompt, "x", ADA, ticks))
@@ -53,16 +66,19 @@ async def test_free_text_is_not_echoed_in_a_channel(sl: Harness) -> None:
     assert await sl.summary(prompt) == "Answered: (your answer)"
 
 
-async def test_modal_on_an_answered_question_shows_the_error_in_the_modal(
-        sl: Harness) -> None:
+async def test_modal_on_an_answered_question_shows_the_error_in_the_modal(sl: Harness) -> None:
     """Submitting after the question was answered keeps the modal open with the reason."""
     q, view = await open_modal(sl)
-    await sl.api.post(f"/v1/questions/{q['id']}/answer",
-                      json={"answers": {"deploy_target": ["Production"]}},
-                      headers=sl.tenant.headers)
+    await sl.api.post(
+        f"/v1/questions/{q['id']}/answer",
+        json={"answers": {"deploy_target": ["Production"]}},
+        headers=sl.tenant.headers,
+    )
     r = await sl.interact(sl.fake.submit(view, ADA, "too late"))
-    assert r.json() == {"response_action": "errors",
-                        "errors": {"ag_other": "This question was already answered."}}
+    assert r.json() == {
+        "response_action": "errors",
+        "errors": {"ag_other": "This question was already answered."},
+    }
 
 
 async def test_modal_from_a_refused_user_changes_nothing(sl: Harness) -> None:
@@ -116,9 +132,13 @@ async def test_three_questions_submitted_give_every_answer(sl: Harness) -> None:
     await sl.interact(sl.fake.click(prompt, "d", ADA, {"q0": [1], "q1": [0, 1], "q2": [0]}))
     body = await sl.wait_result(q["id"])
     assert body["result"]["answers"]["answers"] == {
-        "deploy_target": ["Production"], "areas": ["Auth", "Billing"], "notify": ["Yes"]}
+        "deploy_target": ["Production"],
+        "areas": ["Auth", "Billing"],
+        "notify": ["Yes"],
+    }
     assert await sl.summary(prompt) == (
-        "Answered: Deploy: Production · Areas: Auth, Billing · Notify: Yes")
+        "Answered: Deploy: Production · Areas: Auth, Billing · Notify: Yes"
+    )
 
 
 async def test_three_questions_partly_submitted_name_what_is_missing(sl: Harness) -> None:
@@ -131,12 +151,14 @@ async def test_three_questions_partly_submitted_name_what_is_missing(sl: Harness
     assert (await sl.question(q["id"]))["status"] == "pending"
 
 
-@pytest.mark.parametrize(("locale", "submit", "skip"), [
-    ("en", "Submit", "Skip"), ("tr", "Gönder", "Atla"), ("hi", "भेजें", "छोड़ें")])
-async def test_controls_speak_the_ask_locale(sl: Harness, locale: str, submit: str,
-                                              skip: str) -> None:
+@pytest.mark.parametrize(
+    ("locale", "submit", "skip"),
+    [("en", "Submit", "Skip"), ("tr", "Gönder", "Atla"), ("hi", "भेजें", "छोड़ें")],
+)
+async def test_controls_speak_the_ask_locale(
+    sl: Harness, locale: str, submit: str, skip: str
+) -> None:
     """Button texts follow the ask's locale."""
     await sl.ask(questions=THREE, locale=locale)
     prompt = await sl.prompt()
-    assert [e["text"]["text"] for e in prompt.actions if e["type"] == "button"] == [
-        submit, skip]
+    assert [e["text"]["text"] for e in prompt.actions if e["type"] == "button"] == [submit, skip]

@@ -50,7 +50,7 @@ async def test_a_thread_reply_after_the_end_is_kept_as_late(sl: Harness) -> None
     await sl.summary(prompt)
     await sl.event(sl.fake.message(ROOM, ADA, "2", thread_ts=prompt.ts))
     assert await sl.said(ROOM, prompt.ts) == [
-        "This question has expired; your answer was recorded but the agent went on without it."]
+        "This question has expired; your answer was recorded but the agent went on without it."
+    ]
     late = (await sl.question(q["id"]))["late_answer"]
     assert (late["answers"], late["target"]) == ({"deploy_target": ["Production"]}, 0)
-

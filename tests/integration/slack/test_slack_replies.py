@@ -37,8 +37,10 @@ async def test_completed_thread_reply_after_correction_answers(sl: Harness) -> N
     await sl.event(sl.fake.message(ROOM, ADA, "1\n1,3\n2", thread_ts=prompt.ts))
     body = await sl.wait_result(q["id"])
     assert body["result"]["answers"]["answers"] == {
-        "deploy_target": ["Staging (Recommended)"], "areas": ["Auth", "Search"],
-        "notify": ["No"]}
+        "deploy_target": ["Staging (Recommended)"],
+        "areas": ["Auth", "Search"],
+        "notify": ["No"],
+    }
 
 
 async def test_dm_next_message_answers_the_pending_question(sl: Harness) -> None:
@@ -114,9 +116,11 @@ async def test_reply_on_an_answered_question_says_so_in_the_thread(sl: Harness) 
     """A thread reply after the answer is told the question was already answered."""
     q = await sl.ask()
     prompt = await sl.prompt()
-    await sl.api.post(f"/v1/questions/{q['id']}/answer",
-                      json={"answers": {"deploy_target": ["Production"]}},
-                      headers=sl.tenant.headers)
+    await sl.api.post(
+        f"/v1/questions/{q['id']}/answer",
+        json={"answers": {"deploy_target": ["Production"]}},
+        headers=sl.tenant.headers,
+    )
     await sl.event(sl.fake.message(ROOM, ADA, "1", thread_ts=prompt.ts))
     assert await sl.said(ROOM, prompt.ts) == ["This question was already answered."]
 

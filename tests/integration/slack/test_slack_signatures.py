@@ -44,15 +44,15 @@ async def test_tampered_body_is_401(sl: Harness) -> None:
     """A body changed after signing fails the check, before it is parsed."""
     body = orjson.dumps(sl.fake.message("C0ROOM", ADA, "1"))
     headers = {"Content-Type": "application/json", **signed(body)}
-    r = await sl.http.post(f"/slack/{sl.tenant.id}/events", content=body + b" ",
-                           headers=headers)
+    r = await sl.http.post(f"/slack/{sl.tenant.id}/events", content=body + b" ", headers=headers)
     assert r.status_code == 401
 
 
 async def test_unsigned_event_is_401(sl: Harness) -> None:
     """An events request without Slack's headers is refused."""
-    r = await sl.http.post(f"/slack/{sl.tenant.id}/events",
-                           json={"type": "url_verification", "challenge": "x"})
+    r = await sl.http.post(
+        f"/slack/{sl.tenant.id}/events", json={"type": "url_verification", "challenge": "x"}
+    )
     assert r.status_code == 401
 
 

@@ -28,8 +28,13 @@ from tests.integration.slack.fake_slack import FakeSlack
 
 
 @pytest.fixture
-async def sock(redis_server: RedisProcess, redis: Redis, tenant: Tenant,
-               app_client: httpx.AsyncClient, fake: FakeSlack) -> AsyncIterator[Harness]:
+async def sock(
+    redis_server: RedisProcess,
+    redis: Redis,
+    tenant: Tenant,
+    app_client: httpx.AsyncClient,
+    fake: FakeSlack,
+) -> AsyncIterator[Harness]:
     await configure(redis, tenant, app_token=APP_TOKEN)
     service = SlackService(slack_settings(redis_server.url, fake.api, slack_mode="socket"))
     await service.start()
@@ -71,9 +76,11 @@ async def test_refused_modal_over_socket_mode_answers_in_the_ack(sock: Harness) 
     prompt = await sock.prompt()
     await sock.fake.envelope("interactive", sock.fake.click(prompt, "x", ADA))
     await eventually(lambda: sock.fake.views, "views.open")
-    envelope = await sock.fake.envelope("interactive",
-                                        sock.fake.submit(sock.fake.views[0], BOB, "mine"))
+    envelope = await sock.fake.envelope(
+        "interactive", sock.fake.submit(sock.fake.views[0], BOB, "mine")
+    )
     await eventually(lambda: envelope in sock.fake.acks, "the ack")
     assert sock.fake.acks[envelope]["payload"] == {
         "response_action": "errors",
-        "errors": {"ag_other": "You are not allowed to answer this question."}}
+        "errors": {"ag_other": "You are not allowed to answer this question."},
+    }

@@ -33,23 +33,36 @@ WAIT_S = 10.0
 
 def tg_settings(redis_url: str, api_base: str, **overrides: Any) -> TelegramSettings:
     values: dict[str, Any] = {
-        "redis_url": redis_url, "secret_key": SECRET, "timeout_min_s": 1,
-        "telegram_mode": "webhook", "telegram_webhook_port": 0, "telegram_api_base": api_base,
-        "consumer_block_ms": 100, "consumer_claim_every_s": 0.2,
-        "channel_refresh_s": 0.5, **overrides,
+        "redis_url": redis_url,
+        "secret_key": SECRET,
+        "timeout_min_s": 1,
+        "telegram_mode": "webhook",
+        "telegram_webhook_port": 0,
+        "telegram_api_base": api_base,
+        "consumer_block_ms": 100,
+        "consumer_claim_every_s": 0.2,
+        "channel_refresh_s": 0.5,
+        **overrides,
     }
     return TelegramSettings(**values)
 
 
-async def eventually(check: Callable[[], Awaitable[Any] | Any], what: str,
-                     wait_s: float = WAIT_S) -> Any:
+async def eventually(
+    check: Callable[[], Awaitable[Any] | Any], what: str, wait_s: float = WAIT_S
+) -> Any:
     """Poll `check` until it returns something truthy; fail naming `what` after wait_s."""
     return await support_eventually(check, what, wait_s)
 
 
 class Harness:
-    def __init__(self, fake: FakeBotAPI, service: TelegramService, tenant: Tenant,
-                 api: httpx.AsyncClient, redis: Redis) -> None:
+    def __init__(
+        self,
+        fake: FakeBotAPI,
+        service: TelegramService,
+        tenant: Tenant,
+        api: httpx.AsyncClient,
+        redis: Redis,
+    ) -> None:
         self.fake = fake
         self.service = service
         self.tenant = tenant
@@ -57,9 +70,15 @@ class Harness:
         self.redis = redis
         self.hook = httpx.AsyncClient(base_url=f"http://127.0.0.1:{service.port}")
 
-    async def ask(self, *, chat_id: int = PRIVATE, session: str = "s1",
-                  target: dict[str, Any] | None = None,
-                  targets: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
+    async def ask(
+        self,
+        *,
+        chat_id: int = PRIVATE,
+        session: str = "s1",
+        target: dict[str, Any] | None = None,
+        targets: list[dict[str, Any]] | None = None,
+        **extra: Any,
+    ) -> dict[str, Any]:
         tg = {"channel": "telegram", "chat_id": str(chat_id), **(target or {})}
         body = ask_body(session, targets=targets or [tg], **extra)
         r = await self.api.post("/v1/questions", json=body, headers=self.tenant.headers)
@@ -68,10 +87,15 @@ class Harness:
 
     async def prompt(self, chat_id: int = PRIVATE, n: int = 1) -> Msg:
         """The n-th prompt (a bot message with a keyboard) shown in the chat."""
+
         def find() -> Msg | None:
-            prompts = [m for m in self.fake.messages(chat_id)
-                       if m.raw.get("from", {}).get("is_bot") and m.raw.get("reply_markup")]
+            prompts = [
+                m
+                for m in self.fake.messages(chat_id)
+                if m.raw.get("from", {}).get("is_bot") and m.raw.get("reply_markup")
+            ]
             return prompts[n - 1] if len(prompts) >= n else None
+
         msg = await eventually(find, f"prompt {n} in chat {chat_id}")
         assert isinstance(msg, Msg)
         return msg
@@ -88,11 +112,16 @@ class Harness:
         message = update.get("message") or update["edited_message"]
         return self.fake.chats[message["chat"]["id"]][message["message_id"]]
 
-    async def post(self, update: dict[str, Any], secret: str | None = WEBHOOK_SECRET,
-                   tenant_id: str | None = None) -> httpx.Response:
+    async def post(
+        self,
+        update: dict[str, Any],
+        secret: str | None = WEBHOOK_SECRET,
+        tenant_id: str | None = None,
+    ) -> httpx.Response:
         headers = {"X-Telegram-Bot-Api-Secret-Token": secret} if secret is not None else {}
-        return await self.hook.post(f"/telegram/{tenant_id or self.tenant.id}", json=update,
-                                    headers=headers)
+        return await self.hook.post(
+            f"/telegram/{tenant_id or self.tenant.id}", json=update, headers=headers
+        )
 
     async def question(self, qid: str) -> dict[str, Any]:
         r = await self.api.get(f"/v1/questions/{qid}", headers=self.tenant.headers)
@@ -101,21 +130,26 @@ class Harness:
     async def delivered(self, qid: str, target: int = 0) -> dict[str, Any]:
         """The target's delivery once the ledger has settled it as delivered: the prompt
         reaches the fake chat a moment before the worker confirms it."""
+
         async def settled() -> dict[str, Any] | None:
             d = dict((await self.question(qid))["deliveries"][target])
             return d if d["status"] == "delivered" else None
+
         return dict(await eventually(settled, f"delivery {target} of {qid} settled"))
 
     async def wait_result(self, qid: str) -> dict[str, Any]:
-        r = await self.api.get(f"/v1/questions/{qid}/wait?timeout_s=10",
-                               headers=self.tenant.headers)
+        r = await self.api.get(
+            f"/v1/questions/{qid}/wait?timeout_s=10", headers=self.tenant.headers
+        )
         body = dict(r.json())
         assert body["status"] != "pending", body
         return body
 
     async def summary(self, msg: Msg) -> str:
-        await eventually(lambda: msg.edits and msg.reply_markup is None,
-                         f"prompt {msg.message_id} edited into its summary")
+        await eventually(
+            lambda: msg.edits and msg.reply_markup is None,
+            f"prompt {msg.message_id} edited into its summary",
+        )
         return msg.text
 
 
@@ -128,12 +162,18 @@ async def fake() -> AsyncIterator[FakeBotAPI]:
 
 @pytest.fixture
 async def tg(
-    redis_server: RedisProcess, redis: Redis, tenant: Tenant, app_client: httpx.AsyncClient,
+    redis_server: RedisProcess,
+    redis: Redis,
+    tenant: Tenant,
+    app_client: httpx.AsyncClient,
     fake: FakeBotAPI,
 ) -> AsyncIterator[Harness]:
-    await set_channel_config(redis, tenant.id, "telegram",
-                             {"bot_token": TOKEN, "webhook_secret": WEBHOOK_SECRET,
-                              "allowed_user_ids": str(ADA["id"])})
+    await set_channel_config(
+        redis,
+        tenant.id,
+        "telegram",
+        {"bot_token": TOKEN, "webhook_secret": WEBHOOK_SECRET, "allowed_user_ids": str(ADA["id"])},
+    )
     service = TelegramService(tg_settings(redis_server.url, fake.base))
     await service.start()
     harness = Harness(fake, service, tenant, app_client, redis)

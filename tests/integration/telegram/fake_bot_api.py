@@ -25,9 +25,26 @@ TEXT_MAX = 4096
 CALLBACK_DATA_MAX = 64
 CALLBACK_TEXT_MAX = 200
 ENTITY_TYPES = {
-    "mention", "hashtag", "cashtag", "bot_command", "url", "email", "phone_number", "bold",
-    "italic", "underline", "strikethrough", "spoiler", "blockquote", "expandable_blockquote",
-    "code", "pre", "text_link", "text_mention", "custom_emoji", "date_time",
+    "mention",
+    "hashtag",
+    "cashtag",
+    "bot_command",
+    "url",
+    "email",
+    "phone_number",
+    "bold",
+    "italic",
+    "underline",
+    "strikethrough",
+    "spoiler",
+    "blockquote",
+    "expandable_blockquote",
+    "code",
+    "pre",
+    "text_link",
+    "text_mention",
+    "custom_emoji",
+    "date_time",
 }
 REACTIONS = {"👍", "👎", "❤", "🔥", "🎉", "👌"}  # a few of Telegram's standard ones
 
@@ -61,8 +78,11 @@ class Msg:
     def styled(self, kind: str) -> list[str]:
         """The parts of the text an entity of `kind` covers (offsets in UTF-16)."""
         units = self.text.encode("utf-16-le")
-        return [units[2 * e["offset"]: 2 * (e["offset"] + e["length"])].decode("utf-16-le")
-                for e in self.entities if e["type"] == kind]
+        return [
+            units[2 * e["offset"] : 2 * (e["offset"] + e["length"])].decode("utf-16-le")
+            for e in self.entities
+            if e["type"] == kind
+        ]
 
     def entity(self, kind: str) -> dict[str, Any]:
         found = [e for e in self.entities if e["type"] == kind]
@@ -140,8 +160,11 @@ class FakeBotAPI:
         self.calls.append(Call(token, method, params))
         fault = self.faults.get(method, [None]).pop(0) if self.faults.get(method) else None
         if fault == "html502":
-            return web.Response(status=502, content_type="text/html",
-                                text="<html><body><h1>502 Bad Gateway</h1></body></html>")
+            return web.Response(
+                status=502,
+                content_type="text/html",
+                text="<html><body><h1>502 Bad Gateway</h1></body></html>",
+            )
         if fault == "drop":
             assert request.transport is not None
             request.transport.abort()
@@ -152,8 +175,11 @@ class FakeBotAPI:
                 raise TelegramError(404, "Not Found: method not found")
             result = await handler(token, params)
         except TelegramError as exc:
-            body: dict[str, Any] = {"ok": False, "error_code": exc.code,
-                                    "description": exc.description}
+            body: dict[str, Any] = {
+                "ok": False,
+                "error_code": exc.code,
+                "description": exc.description,
+            }
             if exc.parameters:
                 body["parameters"] = exc.parameters
             return web.json_response(body, status=exc.code)
@@ -163,8 +189,12 @@ class FakeBotAPI:
 
     @staticmethod
     def bot_user(token: str) -> dict[str, Any]:
-        return {"id": int(token.split(":")[0]), "is_bot": True, "first_name": "askgate",
-                "username": "askgate_bot"}
+        return {
+            "id": int(token.split(":")[0]),
+            "is_bot": True,
+            "first_name": "askgate",
+            "username": "askgate_bot",
+        }
 
     @staticmethod
     def chat(chat_id: int) -> dict[str, Any]:
@@ -199,8 +229,10 @@ class FakeBotAPI:
         size = utf16_len(text)
         for e in entities:
             if e.get("type") not in ENTITY_TYPES:
-                raise TelegramError(400, "Bad Request: can't parse entities: unsupported "
-                                    f"entity type {e.get('type')!r}")
+                raise TelegramError(
+                    400,
+                    f"Bad Request: can't parse entities: unsupported entity type {e.get('type')!r}",
+                )
             offset, length = int(e["offset"]), int(e["length"])
             if offset < 0 or length <= 0 or offset + length > size:
                 raise TelegramError(400, "Bad Request: ENTITY_BOUNDS_INVALID")
@@ -244,9 +276,13 @@ class FakeBotAPI:
         markup = params.get("reply_markup")
         self._check_markup(markup)
         message_id = next(self._ids)
-        raw: dict[str, Any] = {"message_id": message_id, "date": int(time.time()),
-                               "chat": self.chat(chat_id), "from": self.bot_user(token),
-                               "text": text}
+        raw: dict[str, Any] = {
+            "message_id": message_id,
+            "date": int(time.time()),
+            "chat": self.chat(chat_id),
+            "from": self.bot_user(token),
+            "text": text,
+        }
         if isinstance(markup, dict) and "inline_keyboard" in markup:
             raw["reply_markup"] = markup
         if entities:
@@ -257,8 +293,13 @@ class FakeBotAPI:
             if target is not None:
                 raw["reply_to_message"] = target.raw
         self.chats.setdefault(chat_id, {})[message_id] = Msg(
-            chat_id, message_id, text, markup if isinstance(markup, dict) else None, raw,
-            entities=entities)
+            chat_id,
+            message_id,
+            text,
+            markup if isinstance(markup, dict) else None,
+            raw,
+            entities=entities,
+        )
         await self.hold_send.wait()
         return raw
 
@@ -271,8 +312,11 @@ class FakeBotAPI:
         self._check_markup(markup)
         new_markup = markup if isinstance(markup, dict) and markup.get("inline_keyboard") else None
         if text == msg.text and new_markup == msg.reply_markup:
-            raise TelegramError(400, "Bad Request: message is not modified: specified new "
-                                "message content and reply markup are exactly the same")
+            raise TelegramError(
+                400,
+                "Bad Request: message is not modified: specified new "
+                "message content and reply markup are exactly the same",
+            )
         msg.text, msg.reply_markup, msg.entities = text, new_markup, entities
         msg.edits.append(text)
         msg.raw = {**msg.raw, "text": text}
@@ -319,8 +363,10 @@ class FakeBotAPI:
     async def m_answerCallbackQuery(self, token: str, params: dict[str, Any]) -> Any:
         qid = str(params.get("callback_query_id", ""))
         if qid not in self.queries or self.queries[qid]:
-            raise TelegramError(400, "Bad Request: query is too old and response timeout "
-                                "expired or query ID is invalid")
+            raise TelegramError(
+                400,
+                "Bad Request: query is too old and response timeout expired or query ID is invalid",
+            )
         if len(str(params.get("text", ""))) > CALLBACK_TEXT_MAX:
             raise TelegramError(400, "Bad Request: MESSAGE_TOO_LONG")
         self.queries[qid] = True
@@ -357,24 +403,43 @@ class FakeBotAPI:
         """A callback_query update for tapping the button with `data` on `msg`."""
         query_id = f"cq{next(self._ids)}"
         self.queries[query_id] = False
-        return {"update_id": next(self._update_ids), "callback_query": {
-            "id": query_id, "from": from_user, "chat_instance": "ci", "data": data,
-            "message": msg.raw}}
+        return {
+            "update_id": next(self._update_ids),
+            "callback_query": {
+                "id": query_id,
+                "from": from_user,
+                "chat_instance": "ci",
+                "data": data,
+                "message": msg.raw,
+            },
+        }
 
-    def text(self, chat_id: int, text: str, from_user: dict[str, Any],
-             reply_to: Msg | None = None, date: int | None = None) -> dict[str, Any]:
+    def text(
+        self,
+        chat_id: int,
+        text: str,
+        from_user: dict[str, Any],
+        reply_to: Msg | None = None,
+        date: int | None = None,
+    ) -> dict[str, Any]:
         """A message update: `from_user` writes `text` in the chat (optionally a reply); a
         leading /command is marked as Telegram marks it."""
-        message: dict[str, Any] = {"message_id": next(self._ids),
-                                   "date": int(time.time()) if date is None else date,
-                                   "chat": self.chat(chat_id), "from": from_user, "text": text}
+        message: dict[str, Any] = {
+            "message_id": next(self._ids),
+            "date": int(time.time()) if date is None else date,
+            "chat": self.chat(chat_id),
+            "from": from_user,
+            "text": text,
+        }
         if text.startswith("/"):
-            message["entities"] = [{"type": "bot_command", "offset": 0,
-                                    "length": utf16_len(text.split()[0])}]
+            message["entities"] = [
+                {"type": "bot_command", "offset": 0, "length": utf16_len(text.split()[0])}
+            ]
         if reply_to is not None:
             message["reply_to_message"] = reply_to.raw
         self.chats.setdefault(chat_id, {})[message["message_id"]] = Msg(
-            chat_id, message["message_id"], text, None, message)
+            chat_id, message["message_id"], text, None, message
+        )
         return {"update_id": next(self._update_ids), "message": message}
 
     def edit(self, msg: Msg, text: str) -> dict[str, Any]:

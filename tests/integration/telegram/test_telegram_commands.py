@@ -16,12 +16,15 @@ def with_language(user: dict[str, object], code: str | None) -> dict[str, object
     return {**user, "language_code": code} if code else dict(user)
 
 
-@pytest.mark.parametrize(("code", "intro"), [
-    (None, "askgate shows your agent's questions in this chat."),
-    ("tr", "askgate, ajanınızın sorularını bu sohbette gösterir."),
-    ("hi-IN", "askgate आपके एजेंट के प्रश्न इस चैट में दिखाता है।"),
-    ("pt-br", "askgate shows your agent's questions in this chat."),
-])
+@pytest.mark.parametrize(
+    ("code", "intro"),
+    [
+        (None, "askgate shows your agent's questions in this chat."),
+        ("tr", "askgate, ajanınızın sorularını bu sohbette gösterir."),
+        ("hi-IN", "askgate आपके एजेंट के प्रश्न इस चैट में दिखाता है।"),
+        ("pt-br", "askgate shows your agent's questions in this chat."),
+    ],
+)
 async def test_start_answers_with_the_chat_id_in_the_persons_language(
     tg: Harness, code: str | None, intro: str
 ) -> None:
@@ -30,8 +33,10 @@ async def test_start_answers_with_the_chat_id_in_the_persons_language(
     await tg.post(tg.fake.text(PRIVATE, "/start", with_language(ADA, code)))
     [reply] = tg.bot_messages()
     assert reply.text.startswith(intro)
-    assert reply.styled("code") == [str(PRIVATE),
-                                    json.dumps({"channel": "telegram", "chat_id": str(PRIVATE)})]
+    assert reply.styled("code") == [
+        str(PRIVATE),
+        json.dumps({"channel": "telegram", "chat_id": str(PRIVATE)}),
+    ]
 
 
 async def test_help_in_a_group_addressed_to_the_bot_says_to_reply(tg: Harness) -> None:
@@ -94,9 +99,17 @@ async def test_reply_to_the_copy_answers(tg: Harness) -> None:
 
 async def test_pending_keeps_the_ticks_made_so_far(tg: Harness) -> None:
     """A multi-select question shown again shows the options ticked so far."""
-    q = await tg.ask(questions=[{"id": "areas", "header": "Areas", "question": "Which?",
-                                 "options": [{"label": "Auth"}, {"label": "Billing"}],
-                                 "multiSelect": True}])
+    q = await tg.ask(
+        questions=[
+            {
+                "id": "areas",
+                "header": "Areas",
+                "question": "Which?",
+                "options": [{"label": "Auth"}, {"label": "Billing"}],
+                "multiSelect": True,
+            }
+        ]
+    )
     prompt = await tg.prompt()
     await tg.post(tg.fake.tap(prompt, f"ag:{q['id']}:0:t1", ADA))
     await tg.post(tg.fake.text(PRIVATE, "/pending", ADA))

@@ -13,13 +13,19 @@ from tests.integration.telegram.test_telegram_replies import THREE
 OTHER_CHAT = 777
 
 
-@pytest.mark.parametrize(("n", "locale", "guide"), [
-    (1, "en", "Reply with an option's number or your own answer, or 'skip'."),
-    (2, "tr", "Her soru için sırayla bir satır ya da 'anahtar: cevap' satırları yazın; "
-              "'atla' hepsini geçer."),
-    (3, "hi", "हर प्रश्न के लिए क्रम से एक पंक्ति या 'कुंजी: उत्तर' पंक्तियाँ लिखें; "
-              "'छोड़ें' सब छोड़ देता है।"),
-])
+@pytest.mark.parametrize(
+    ("n", "locale", "guide"),
+    [
+        (1, "en", "Reply with an option's number or your own answer, or 'skip'."),
+        (
+            2,
+            "tr",
+            "Her soru için sırayla bir satır ya da 'anahtar: cevap' satırları yazın; "
+            "'atla' hepsini geçer.",
+        ),
+        (3, "hi", "हर प्रश्न के लिए क्रम से एक पंक्ति या 'कुंजी: उत्तर' पंक्तियाँ लिखें; 'छोड़ें' सब छोड़ देता है।"),
+    ],
+)
 async def test_prompt_text_is_numbered_with_guidance_in_locale(
     tg: Harness, n: int, locale: str, guide: str
 ) -> None:
@@ -53,8 +59,11 @@ async def test_several_questions_get_a_row_of_options_per_question(tg: Harness) 
     qid = q["id"]
     assert rows == [
         [("Staging", f"ag:{qid}:0:p0.0"), ("Production", f"ag:{qid}:0:p0.1")],
-        [("Auth", f"ag:{qid}:0:p1.0"), ("Billing", f"ag:{qid}:0:p1.1"),
-         ("Search", f"ag:{qid}:0:p1.2")],
+        [
+            ("Auth", f"ag:{qid}:0:p1.0"),
+            ("Billing", f"ag:{qid}:0:p1.1"),
+            ("Search", f"ag:{qid}:0:p1.2"),
+        ],
         [("Team", f"ag:{qid}:0:p2.0"), ("Nobody", f"ag:{qid}:0:p2.1")],
         [("छोड़ें", f"ag:{qid}:0:s")],
     ]
@@ -85,8 +94,12 @@ async def test_done_with_nothing_ticked_asks_to_choose(tg: Harness) -> None:
 async def test_long_question_fits_telegram_limits(tg: Harness) -> None:
     """Three questions with the longest labels and descriptions still fit 4096 characters."""
     long_qs = [
-        {"id": f"q{i}", "header": "H" * 12, "question": "Why " + "x" * 990 + "?",
-         "options": [{"label": f"{j}" + "L" * 63, "description": "d" * 300} for j in range(4)]}
+        {
+            "id": f"q{i}",
+            "header": "H" * 12,
+            "question": "Why " + "x" * 990 + "?",
+            "options": [{"label": f"{j}" + "L" * 63, "description": "d" * 300} for j in range(4)],
+        }
         for i in range(3)
     ]
     q = await tg.ask(questions=long_qs)
@@ -107,8 +120,12 @@ async def test_blocked_bot_ends_question_as_delivery_failed(tg: Harness) -> None
 async def test_one_unreachable_target_leaves_the_other(tg: Harness) -> None:
     """With one chat not found and one reachable, the question stays pending and shown."""
     tg.fake.missing.add(OTHER_CHAT)
-    q = await tg.ask(targets=[{"channel": "telegram", "chat_id": str(OTHER_CHAT)},
-                              {"channel": "telegram", "chat_id": str(PRIVATE)}])
+    q = await tg.ask(
+        targets=[
+            {"channel": "telegram", "chat_id": str(OTHER_CHAT)},
+            {"channel": "telegram", "chat_id": str(PRIVATE)},
+        ]
+    )
     qid = q["id"]
     await tg.prompt()
 
@@ -161,10 +178,13 @@ async def test_delivery_ref_records_the_message(tg: Harness) -> None:
     """A delivered target records chat, message id and bot in the question's deliveries."""
     q = await tg.ask()
     prompt = await tg.prompt()
-    ref = await eventually(
-        lambda: _ref(tg, q["id"]), "the delivered ref")
-    assert ref == {"chat_id": str(PRIVATE), "message_id": prompt.message_id, "bot": 123456,
-                   "chat_type": "private"}
+    ref = await eventually(lambda: _ref(tg, q["id"]), "the delivered ref")
+    assert ref == {
+        "chat_id": str(PRIVATE),
+        "message_id": prompt.message_id,
+        "bot": 123456,
+        "chat_type": "private",
+    }
 
 
 async def _ref(tg: Harness, qid: str) -> dict[str, object] | None:

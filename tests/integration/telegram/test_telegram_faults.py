@@ -24,8 +24,16 @@ async def test_html_502_on_send_is_retried_into_one_prompt(tg: Harness) -> None:
 
     await eventually(delivered, "the prompt delivered after the 502")
     assert len(tg.fake.sent()) == 2  # the refused call, then the one that showed it
-    assert len([m for m in tg.fake.messages(int(q["deliveries"][0]["target"]["chat_id"]))
-                if m.raw.get("reply_markup")]) == 1
+    assert (
+        len(
+            [
+                m
+                for m in tg.fake.messages(int(q["deliveries"][0]["target"]["chat_id"]))
+                if m.raw.get("reply_markup")
+            ]
+        )
+        == 1
+    )
 
 
 async def test_dropped_send_is_counted_shown_never_resent(tg: Harness) -> None:
@@ -49,9 +57,15 @@ async def test_polling_survives_error_pages_and_reports_while_failing(
     """getUpdates answered with HTML 502s and dropped connections: the loop backs off,
     the worker reports itself unwell while it lasts, then reads the next tap."""
     await tg.service.close()
-    service = TelegramService(tg_settings(
-        redis_server.url, fake.base, telegram_mode="polling", telegram_polling_timeout_s=1,
-        telegram_poll_unhealthy_s=0.5))
+    service = TelegramService(
+        tg_settings(
+            redis_server.url,
+            fake.base,
+            telegram_mode="polling",
+            telegram_polling_timeout_s=1,
+            telegram_poll_unhealthy_s=0.5,
+        )
+    )
     fake.faults["getUpdates"] = ["html502", "drop", "html502"]
     await service.start()
     try:
@@ -60,7 +74,8 @@ async def test_polling_survives_error_pages_and_reports_while_failing(
         prompt = await tg.prompt()
         token = tg.fake.sent()[0].token
         fake.updates.setdefault(token, asyncio.Queue()).put_nowait(
-            fake.tap(prompt, prompt.buttons[1][0]["callback_data"], ADA))
+            fake.tap(prompt, prompt.buttons[1][0]["callback_data"], ADA)
+        )
         body = await tg.wait_result(q["id"])
         assert body["result"]["answers"]["answers"] == {"deploy_target": ["Production"]}
         assert service.channel.problem() is None

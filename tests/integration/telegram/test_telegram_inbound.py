@@ -31,8 +31,9 @@ async def test_forged_webhook_is_refused_and_changes_nothing(
     """A webhook call without the tenant's exact secret gets 401 and changes nothing."""
     q = await tg.ask()
     prompt = await tg.prompt()
-    r = await tg.post(tg.fake.tap(prompt, prompt.buttons[0][0]["callback_data"], ADA),
-                      secret=secret)
+    r = await tg.post(
+        tg.fake.tap(prompt, prompt.buttons[0][0]["callback_data"], ADA), secret=secret
+    )
     assert r.status_code == 401
     assert (await tg.question(q["id"]))["status"] == "pending"
     assert tg.fake.sent("answerCallbackQuery") == []
@@ -42,8 +43,9 @@ async def test_webhook_for_unknown_tenant_is_refused(tg: Harness) -> None:
     """A webhook path naming a tenant without a bot answers 401."""
     q = await tg.ask()
     prompt = await tg.prompt()
-    r = await tg.post(tg.fake.tap(prompt, prompt.buttons[0][0]["callback_data"], ADA),
-                      tenant_id="tnobody")
+    r = await tg.post(
+        tg.fake.tap(prompt, prompt.buttons[0][0]["callback_data"], ADA), tenant_id="tnobody"
+    )
     assert r.status_code == 401
     assert (await tg.question(q["id"]))["status"] == "pending"
 
@@ -53,15 +55,19 @@ async def test_long_polling_takes_a_tap(
 ) -> None:
     """In polling mode an update fetched with getUpdates answers the question."""
     await tg.service.close()
-    service = TelegramService(tg_settings(redis_server.url, fake.base, telegram_mode="polling",
-                                          telegram_polling_timeout_s=1))
+    service = TelegramService(
+        tg_settings(
+            redis_server.url, fake.base, telegram_mode="polling", telegram_polling_timeout_s=1
+        )
+    )
     await service.start()
     try:
         q = await tg.ask()
         prompt = await tg.prompt()
         token = tg.fake.sent()[0].token
         fake.updates.setdefault(token, asyncio.Queue()).put_nowait(
-            fake.tap(prompt, prompt.buttons[1][0]["callback_data"], ADA))
+            fake.tap(prompt, prompt.buttons[1][0]["callback_data"], ADA)
+        )
         body = await tg.wait_result(q["id"])
         assert body["result"]["answers"]["answers"] == {"deploy_target": ["Production"]}
     finally:
@@ -74,8 +80,11 @@ async def test_polling_serves_other_chats_while_one_waits(
     """In one getUpdates batch, a chat whose handling waits on Telegram does not hold a
     tap in another chat."""
     await tg.service.close()
-    service = TelegramService(tg_settings(redis_server.url, fake.base, telegram_mode="polling",
-                                          telegram_polling_timeout_s=1))
+    service = TelegramService(
+        tg_settings(
+            redis_server.url, fake.base, telegram_mode="polling", telegram_polling_timeout_s=1
+        )
+    )
     await service.start()
     try:
         first = await tg.ask(session="a")
@@ -92,7 +101,6 @@ async def test_polling_serves_other_chats_while_one_waits(
     finally:
         fake.hold_send.set()
         await service.close()
-
 
 
 async def test_health_key_and_check(
@@ -116,11 +124,11 @@ async def test_check_fails_without_a_worker(
     assert exit_info.value.code == 1
 
 
-async def test_worker_without_bots_idles(redis: Redis, redis_server: RedisProcess,
-                                         fake: FakeBotAPI) -> None:
+async def test_worker_without_bots_idles(
+    redis: Redis, redis_server: RedisProcess, fake: FakeBotAPI
+) -> None:
     """With no tenant bot configured the worker starts, consumes and stops cleanly."""
-    service = TelegramService(tg_settings(redis_server.url, fake.base,
-                                          telegram_mode="polling"))
+    service = TelegramService(tg_settings(redis_server.url, fake.base, telegram_mode="polling"))
     await service.start()
     await eventually(lambda: redis.keys(keys.health("telegram", "*")), "the health key")
     await service.close()

@@ -30,13 +30,14 @@ def _iso_minute(unix_time: int) -> str:
 
 
 async def test_prompt_links_to_the_sessions_signed_web_page(tg: Harness) -> None:
-    """"Open on the web" links to the session's Control UI page with a valid signature."""
+    """ "Open on the web" links to the session's Control UI page with a valid signature."""
     await tg.ask(session="deploys")
     prompt = await tg.prompt()
     assert prompt.styled("text_link") == ["Open on the web"]
     url = urlsplit(prompt.entity("text_link")["url"])
     assert f"{url.scheme}://{url.netloc}{url.path}" == (
-        f"http://127.0.0.1:8001/s/{tg.tenant.id}/deploys")
+        f"http://127.0.0.1:8001/s/{tg.tenant.id}/deploys"
+    )
     query = {k: v[0] for k, v in parse_qs(url.query).items()}
     assert verify_session_link(SECRET, tg.tenant.id, "deploys", query["exp"], query["sig"])
 
@@ -45,8 +46,9 @@ async def test_group_prompt_says_to_reply_to_it(tg: Harness) -> None:
     """In a group the guidance says the bot sees only replies: reply to this message."""
     await tg.ask(chat_id=GROUP)
     prompt = await tg.prompt(GROUP)
-    assert ("In a group the bot sees only replies: to answer in writing, reply to this "
-            "message.") in prompt.text
+    assert (
+        "In a group the bot sees only replies: to answer in writing, reply to this message."
+    ) in prompt.text
 
 
 async def test_refused_formatting_still_delivers_the_prompt(tg: Harness) -> None:

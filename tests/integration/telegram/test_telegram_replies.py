@@ -8,13 +8,25 @@ from typing import Any
 from tests.integration.telegram.conftest import ADA, BOB, GROUP, PRIVATE, Harness, eventually
 
 THREE = [
-    {"id": "env", "header": "Env", "question": "Which environment?",
-     "options": [{"label": "Staging"}, {"label": "Production"}]},
-    {"id": "areas", "header": "Areas", "question": "Which areas changed?",
-     "options": [{"label": "Auth"}, {"label": "Billing"}, {"label": "Search"}],
-     "multiSelect": True},
-    {"id": "notify", "header": "Notify", "question": "Who should be told?",
-     "options": [{"label": "Team"}, {"label": "Nobody"}]},
+    {
+        "id": "env",
+        "header": "Env",
+        "question": "Which environment?",
+        "options": [{"label": "Staging"}, {"label": "Production"}],
+    },
+    {
+        "id": "areas",
+        "header": "Areas",
+        "question": "Which areas changed?",
+        "options": [{"label": "Auth"}, {"label": "Billing"}, {"label": "Search"}],
+        "multiSelect": True,
+    },
+    {
+        "id": "notify",
+        "header": "Notify",
+        "question": "Who should be told?",
+        "options": [{"label": "Team"}, {"label": "Nobody"}],
+    },
 ]
 
 
@@ -23,7 +35,7 @@ def answers(body: dict[str, Any]) -> dict[str, list[str]]:
 
 
 async def test_other_asks_for_free_text_with_force_reply(tg: Harness) -> None:
-    """"Other…" sends a selective ForceReply asking the user to type the answer."""
+    """ "Other…" sends a selective ForceReply asking the user to type the answer."""
     await tg.ask()
     prompt = await tg.prompt()
     await tg.post(tg.fake.tap(prompt, prompt.buttons[-1][0]["callback_data"], ADA))
@@ -86,7 +98,7 @@ async def test_other_text_reply_is_free_text(tg: Harness) -> None:
 
 
 async def test_comma_list_answers_multi_select(tg: Harness) -> None:
-    """"1,3" answers a multi-select question with options 1 and 3."""
+    """ "1,3" answers a multi-select question with options 1 and 3."""
     q = await tg.ask(questions=[THREE[1]])
     await tg.prompt()
     await tg.post(tg.fake.text(PRIVATE, "1,3", ADA))
@@ -100,7 +112,10 @@ async def test_keyed_lines_answer_several_questions(tg: Harness) -> None:
     text = "notify: nobody\nenv = 2\nAreas: auth, billing"
     await tg.post(tg.fake.text(PRIVATE, text, ADA))
     assert answers(await tg.wait_result(q["id"])) == {
-        "env": ["Production"], "areas": ["Auth", "Billing"], "notify": ["Nobody"]}
+        "env": ["Production"],
+        "areas": ["Auth", "Billing"],
+        "notify": ["Nobody"],
+    }
 
 
 async def test_partial_reply_gets_the_correction(tg: Harness) -> None:
@@ -108,8 +123,10 @@ async def test_partial_reply_gets_the_correction(tg: Harness) -> None:
     q = await tg.ask(questions=THREE)
     await tg.prompt()
     await tg.post(tg.fake.text(PRIVATE, "env: 1\nareas: 2", ADA))
-    reply = await eventually(lambda: [c for c in tg.fake.sent() if "reply_parameters" in c.params],
-                             "the correction message")
+    reply = await eventually(
+        lambda: [c for c in tg.fake.sent() if "reply_parameters" in c.params],
+        "the correction message",
+    )
     assert reply[-1].params["text"] == "Please also answer: Notify: Who should be told?"
     assert (await tg.question(q["id"]))["status"] == "pending"
 
@@ -140,7 +157,10 @@ async def test_edited_reply_counts_while_the_question_is_pending(tg: Harness) ->
     await tg.post(update)
     await tg.post(tg.fake.edit(tg.own(update), "env: 2\nareas: 3\nnotify: 1"))
     assert answers(await tg.wait_result(q["id"])) == {
-        "env": ["Production"], "areas": ["Search"], "notify": ["Team"]}
+        "env": ["Production"],
+        "areas": ["Search"],
+        "notify": ["Team"],
+    }
     assert tg.own(update).reactions == ["👍"]
 
 

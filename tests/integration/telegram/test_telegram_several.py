@@ -10,8 +10,12 @@ from tests.integration.telegram.test_telegram_replies import THREE, answers
 
 def button(prompt: Msg, data_end: str) -> str:
     """The callback data of the prompt's button whose action is `data_end`."""
-    found = [b["callback_data"] for row in prompt.buttons for b in row
-             if b["callback_data"].endswith(":" + data_end)]
+    found = [
+        b["callback_data"]
+        for row in prompt.buttons
+        for b in row
+        if b["callback_data"].endswith(":" + data_end)
+    ]
     assert len(found) == 1, (data_end, prompt.buttons)
     return str(found[0])
 
@@ -28,7 +32,10 @@ async def test_a_pick_ticks_that_questions_option_only(tg: Harness) -> None:
     prompt = await tg.prompt()
     await tap(tg, prompt, "p0.0", "p0.1", "p1.2")
     assert [[b["text"] for b in row] for row in prompt.buttons[:3]] == [
-        ["Staging", "✓ Production"], ["Auth", "Billing", "✓ Search"], ["Team", "Nobody"]]
+        ["Staging", "✓ Production"],
+        ["Auth", "Billing", "✓ Search"],
+        ["Team", "Nobody"],
+    ]
 
 
 async def test_submit_appears_once_every_question_has_an_answer(tg: Harness) -> None:
@@ -48,9 +55,13 @@ async def test_submit_answers_every_question_and_the_summary_names_them(tg: Harn
     prompt = await tg.prompt()
     await tap(tg, prompt, "p0.1", "p1.2", "p1.0", "p2.0", "g")
     assert answers(await tg.wait_result(q["id"])) == {
-        "env": ["Production"], "areas": ["Auth", "Search"], "notify": ["Team"]}
+        "env": ["Production"],
+        "areas": ["Auth", "Search"],
+        "notify": ["Team"],
+    }
     assert await tg.summary(prompt) == (
-        "Answered: Env: Production · Areas: Auth, Search · Notify: Team")
+        "Answered: Env: Production · Areas: Auth, Search · Notify: Team"
+    )
     assert tg.fake.sent("answerCallbackQuery")[-1].params["text"] == "Answer submitted."
 
 
@@ -70,17 +81,26 @@ async def test_keyed_lines_still_answer_after_some_picks(tg: Harness) -> None:
     await tap(tg, prompt, "p0.0")
     await tg.post(tg.fake.text(PRIVATE, "env: 2\nareas: 1\nnotify: 1", ADA))
     assert answers(await tg.wait_result(q["id"])) == {
-        "env": ["Production"], "areas": ["Auth"], "notify": ["Team"]}
+        "env": ["Production"],
+        "areas": ["Auth"],
+        "notify": ["Team"],
+    }
 
 
-async def test_long_labels_get_number_buttons_and_full_labels_in_the_text(
-    tg: Harness
-) -> None:
+async def test_long_labels_get_number_buttons_and_full_labels_in_the_text(tg: Harness) -> None:
     """With a label too long for a phone's button, the buttons show numbers and the text
     lists every label in full; a number button answers with its label."""
     long_label = "Roll out to every region at once, tonight"
-    q = await tg.ask(questions=[{"id": "plan", "header": "Plan", "question": "How?",
-                                 "options": [{"label": "Canary"}, {"label": long_label}]}])
+    q = await tg.ask(
+        questions=[
+            {
+                "id": "plan",
+                "header": "Plan",
+                "question": "How?",
+                "options": [{"label": "Canary"}, {"label": long_label}],
+            }
+        ]
+    )
     prompt = await tg.prompt()
     assert [b["text"] for b in prompt.buttons[0]] == ["1", "2"]
     assert f"2) {long_label}" in prompt.text

@@ -13,8 +13,10 @@ async def test_tap_gives_the_agent_the_exact_result(tg: Harness) -> None:
     r = await tg.post(tg.fake.tap(prompt, data, ADA))
     assert r.status_code == 200
     body = await tg.wait_result(q["id"])
-    assert body["result"] == {"status": "answered",
-                              "answers": {"answers": {"deploy_target": ["Staging (Recommended)"]}}}
+    assert body["result"] == {
+        "status": "answered",
+        "answers": {"answers": {"deploy_target": ["Staging (Recommended)"]}},
+    }
 
 
 async def test_tap_is_acknowledged_with_submitted(tg: Harness) -> None:
@@ -45,7 +47,8 @@ async def test_second_tap_is_told_already_answered(tg: Harness) -> None:
     acks = [a.params.get("text") for a in tg.fake.sent("answerCallbackQuery")]
     assert acks == ["Answer submitted.", "This question was already answered."]
     assert (await tg.question(q["id"]))["result"]["answers"]["answers"] == {
-        "deploy_target": ["Staging (Recommended)"]}
+        "deploy_target": ["Staging (Recommended)"]
+    }
 
 
 async def test_replayed_update_changes_nothing(tg: Harness) -> None:
@@ -75,7 +78,9 @@ async def test_group_user_not_allowed_is_told_why(tg: Harness) -> None:
     await tg.post(tg.fake.tap(prompt, prompt.buttons[0][0]["callback_data"], BOB))
     ack = tg.fake.sent("answerCallbackQuery")[0].params
     assert (ack.get("text"), ack.get("show_alert")) == (
-        "You are not allowed to answer this question.", "true")
+        "You are not allowed to answer this question.",
+        "true",
+    )
     assert (await tg.question(q["id"]))["status"] == "pending"
 
 
@@ -91,9 +96,11 @@ async def test_answer_from_api_edits_prompt(tg: Harness) -> None:
     """An answer through the API while the prompt is shown turns it into "Answered: …"."""
     q = await tg.ask()
     prompt = await tg.prompt()
-    r = await tg.api.post(f"/v1/questions/{q['id']}/answer",
-                          json={"answers": {"deploy_target": ["Production"]}},
-                          headers=tg.tenant.headers)
+    r = await tg.api.post(
+        f"/v1/questions/{q['id']}/answer",
+        json={"answers": {"deploy_target": ["Production"]}},
+        headers=tg.tenant.headers,
+    )
     assert r.status_code == 200, r.text
     assert await tg.summary(prompt) == "Answered: Production"
 
@@ -131,7 +138,8 @@ async def test_tap_after_expiry_is_kept_as_a_late_answer(tg: Harness) -> None:
     await eventually(expired, "the sweeper to expire the question")
     await tg.post(tg.fake.tap(prompt, data, ADA))
     assert tg.fake.sent("answerCallbackQuery")[0].params.get("text") == (
-        "This question has expired; your answer was recorded but the agent went on without it.")
+        "This question has expired; your answer was recorded but the agent went on without it."
+    )
     late = (await tg.question(q["id"]))["late_answer"]
     assert late["answers"] == {"deploy_target": ["Staging (Recommended)"]}
     assert (late["responder"]["user_id"], late["target"]) == (str(ADA["id"]), 0)

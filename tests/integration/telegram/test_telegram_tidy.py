@@ -9,14 +9,20 @@ from typing import Any
 from tests.integration.telegram.conftest import ADA, BOB, GROUP, PRIVATE, Harness, eventually
 from tests.integration.telegram.test_telegram_replies import THREE, answers
 
-REGION = {"id": "region", "header": "Region", "question": "Which region?",
-          "options": [{"label": "EU"}, {"label": "US"}]}
+REGION = {
+    "id": "region",
+    "header": "Region",
+    "question": "Which region?",
+    "options": [{"label": "EU"}, {"label": "US"}],
+}
 
 
 async def left(tg: Harness, expected: list[str], chat_id: int = PRIVATE) -> None:
     """Wait until the bot's messages in the chat are exactly `expected`."""
-    await eventually(lambda: tg.said(chat_id) == expected,
-                     f"the bot's messages to be {expected} (now {tg.said(chat_id)})")
+    await eventually(
+        lambda: tg.said(chat_id) == expected,
+        f"the bot's messages to be {expected} (now {tg.said(chat_id)})",
+    )
 
 
 async def test_other_request_goes_when_the_question_ends(tg: Harness) -> None:

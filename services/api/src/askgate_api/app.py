@@ -35,8 +35,12 @@ log = structlog.get_logger("askgate.api")
 
 def make_redis(settings: Settings) -> Redis:
     # Short connect timeout: an unreachable Redis must become a quick 503, not a hang.
-    return connect(settings.redis_url, cluster=settings.redis_cluster, max_connections=256,
-                   connect_timeout_s=1.0)
+    return connect(
+        settings.redis_url,
+        cluster=settings.redis_cluster,
+        max_connections=256,
+        connect_timeout_s=1.0,
+    )
 
 
 def _error_body(status: int, message: str) -> bytes:
@@ -98,8 +102,9 @@ def create_app(settings: Settings, resolver: netguard.Resolver | None = None) ->
         lifespan=lifespan,
     )
     app.state.settings = settings
-    app.state.outbound = OutboundCheck(settings.outbound_policy(),
-                                       resolver or netguard.system_resolver)
+    app.state.outbound = OutboundCheck(
+        settings.outbound_policy(), resolver or netguard.system_resolver
+    )
 
     @app.exception_handler(AskgateError)
     async def _askgate_error(_: Request, exc: AskgateError) -> Response:

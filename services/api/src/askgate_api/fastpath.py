@@ -83,8 +83,9 @@ async def _body(receive: Receive) -> bytes:
             return b"".join(chunks)
 
 
-async def _respond(send: Send, status: int, headers: list[tuple[bytes, bytes]],
-                   body: bytes) -> None:
+async def _respond(
+    send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes
+) -> None:
     if not any(name == b"content-length" for name, _ in headers):
         headers = [*headers, (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -101,8 +102,9 @@ async def serve_wait(app: Any, scope: Scope, send: Send, question_id: str) -> No
     WAITERS.inc()
     try:
         tenant = await state.tenants.resolve(_bearer(scope))
-        rec = await wait_final(state.store, state.hub, tenant.id, question_id,
-                               _timeout(scope["query_string"]))
+        rec = await wait_final(
+            state.store, state.hub, tenant.id, question_id, _timeout(scope["query_string"])
+        )
         body = orjson.dumps(resource(state.settings, rec))
     except AskgateError as exc:
         return await _fail(send, exc)
@@ -123,8 +125,7 @@ async def serve_ask(app: Any, scope: Scope, receive: Receive, send: Send) -> Non
         except ValidationError as exc:
             lines = validation_message(exc)
             raise ValidationFailed("; ".join(lines), lines) from None
-        rec, created = await create_ask(state.store, tenant, ask, state.liveness,
-                                        state.outbound)
+        rec, created = await create_ask(state.store, tenant, ask, state.liveness, state.outbound)
         body = orjson.dumps(resource(state.settings, rec))
     except AskgateError as exc:
         return await _fail(send, exc)
@@ -133,8 +134,9 @@ async def serve_ask(app: Any, scope: Scope, receive: Receive, send: Send) -> Non
     await _respond(send, 201 if created else 200, [_JSON], body)
 
 
-async def create_ask(store: Store, tenant: Tenant, ask: QuestionCreate,
-                     liveness: Liveness, outbound: OutboundCheck) -> tuple[Record, bool]:
+async def create_ask(
+    store: Store, tenant: Tenant, ask: QuestionCreate, liveness: Liveness, outbound: OutboundCheck
+) -> tuple[Record, bool]:
     """The ask's rules beyond its shape (primary only, outbound URLs, someone able to
     show it, quotas), then the store."""
     if not ask.primary:
@@ -146,8 +148,12 @@ async def create_ask(store: Store, tenant: Tenant, ask: QuestionCreate,
     await outbound.check_ask(tenant, ask)
     dead = await dead_channels(ask, liveness)
     rec, created = await store.create(
-        tenant.id, ask, max_pending=tenant.max_pending, asks_per_s=tenant.asks_per_s,
-        dead_channels=dead, default_remind=tenant.remind,
+        tenant.id,
+        ask,
+        max_pending=tenant.max_pending,
+        asks_per_s=tenant.asks_per_s,
+        dead_channels=dead,
+        default_remind=tenant.remind,
     )
     ASKS.labels("created" if created else "replay").inc()
     return rec, created

@@ -8,7 +8,9 @@ REGISTRY = CollectorRegistry(auto_describe=True)
 
 ASKS = Counter("askgate_asks_total", "Asks by outcome", ["outcome"], registry=REGISTRY)
 FINALS = Counter(
-    "askgate_final_total", "Final transitions made through the API", ["status", "reason"],
+    "askgate_final_total",
+    "Final transitions made through the API",
+    ["status", "reason"],
     registry=REGISTRY,
 )
 REJECTED = Counter("askgate_errors_total", "Error responses by code", ["code"], registry=REGISTRY)

@@ -19,8 +19,11 @@ class OutboundCheck:
 
     async def check_ask(self, tenant: Tenant, ask: QuestionCreate) -> None:
         # Every step's targets too: an escalation step's URL is reached just the same.
-        urls = [(f"{path}.url", str(tg.url)) for path, tg in ask.all_targets()
-                if isinstance(tg, TextTarget)]
+        urls = [
+            (f"{path}.url", str(tg.url))
+            for path, tg in ask.all_targets()
+            if isinstance(tg, TextTarget)
+        ]
         if ask.callback_url is not None:
             urls.insert(0, ("callback_url", str(ask.callback_url)))
         if not urls:

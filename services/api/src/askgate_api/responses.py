@@ -28,8 +28,9 @@ def redis_unavailable() -> Unavailable:
 
 def resource(settings: Settings, rec: Record) -> dict[str, Any]:
     """The question resource with the signed Control UI link of its session."""
-    url = session_link(settings.web_base_url, settings.secret_key, rec.tenant, rec.session,
-                       settings.web_link_ttl_s)
+    url = session_link(
+        settings.web_base_url, settings.secret_key, rec.tenant, rec.session, settings.web_link_ttl_s
+    )
     return rec.public_dict(web_url=url, fragments=True)
 
 
@@ -56,5 +57,3 @@ def error_response(exc: AskgateError) -> Response:
         body["errors"] = errors
     REJECTED.labels(exc.code).inc()
     return json_response({"error": body}, exc.http_status, headers)
-
-

@@ -94,19 +94,25 @@ def _count_final(rec: Record) -> None:
 )
 async def ask(request: Request, tenant: TenantDep, body: QuestionCreate) -> Response:
     # Served by fastpath.serve_ask; this route documents it and serves any stray match.
-    rec, created = await create_ask(_store(request), tenant, body,
-                                    request.app.state.liveness, request.app.state.outbound)
+    rec, created = await create_ask(
+        _store(request), tenant, body, request.app.state.liveness, request.app.state.outbound
+    )
     return _resource(request, rec, 201 if created else 200)
 
 
-@router.get("/v1/questions", responses=ERRORS,
-            summary="A session's questions, or (status=pending without session) the "
-                    "tenant's pending questions across sessions, paged")
+@router.get(
+    "/v1/questions",
+    responses=ERRORS,
+    summary="A session's questions, or (status=pending without session) the "
+    "tenant's pending questions across sessions, paged",
+)
 async def list_questions(
     request: Request,
     tenant: TenantDep,
-    session: Annotated[str | None, Query(description="the session's name; without it, "
-                                         "status=pending lists every session's")] = None,
+    session: Annotated[
+        str | None,
+        Query(description="the session's name; without it, status=pending lists every session's"),
+    ] = None,
     status: Status | None = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: Annotated[str | None, Query(max_length=100)] = None,
@@ -117,11 +123,14 @@ async def list_questions(
         recs = await store.list_session(tenant.id, session, status, limit)
         return json_response({"questions": [_public(request, r) for r in recs]})
     if status != Status.PENDING:
-        raise ValidationFailed("session is required, unless status=pending lists the "
-                               "tenant's pending questions across sessions")
+        raise ValidationFailed(
+            "session is required, unless status=pending lists the "
+            "tenant's pending questions across sessions"
+        )
     recs, next_cursor = await store.list_pending(tenant.id, limit, cursor)
-    return json_response({"questions": [_public(request, r) for r in recs],
-                          "next_cursor": next_cursor})
+    return json_response(
+        {"questions": [_public(request, r) for r in recs], "next_cursor": next_cursor}
+    )
 
 
 @router.get("/v1/questions/{question_id}", responses={200: RESOURCE, **ERRORS})
@@ -175,8 +184,9 @@ async def reply(request: Request, tenant: TenantDep, question_id: str, body: Rep
     return _resource(request, rec)
 
 
-async def _end(request: Request, tenant: Tenant, question_id: str, reason: Reason,
-               responder: Responder | None) -> Response:
+async def _end(
+    request: Request, tenant: Tenant, question_id: str, reason: Reason, responder: Responder | None
+) -> Response:
     rec = await _store(request).end(
         tenant.id, question_id, reason, responder or Responder(channel="api")
     )
@@ -188,19 +198,24 @@ OptionalResponder = Annotated[Responder | None, Body(embed=True)]
 
 
 @router.post("/v1/questions/{question_id}/skip", responses={200: RESOURCE, **ERRORS})
-async def skip(request: Request, tenant: TenantDep, question_id: str,
-               responder: OptionalResponder = None) -> Response:
+async def skip(
+    request: Request, tenant: TenantDep, question_id: str, responder: OptionalResponder = None
+) -> Response:
     return await _end(request, tenant, question_id, Reason.SKIPPED, responder)
 
 
 @router.post("/v1/questions/{question_id}/cancel", responses={200: RESOURCE, **ERRORS})
-async def cancel(request: Request, tenant: TenantDep, question_id: str,
-                 responder: OptionalResponder = None) -> Response:
+async def cancel(
+    request: Request, tenant: TenantDep, question_id: str, responder: OptionalResponder = None
+) -> Response:
     return await _end(request, tenant, question_id, Reason.CANCELLED, responder)
 
 
-@router.post("/v1/runs/{run_id:anyname}/abort", responses=ERRORS,
-             summary="End every pending question of a run (run_aborted)")
+@router.post(
+    "/v1/runs/{run_id:anyname}/abort",
+    responses=ERRORS,
+    summary="End every pending question of a run (run_aborted)",
+)
 async def abort_run(request: Request, tenant: TenantDep, run_id: str) -> Response:
     _check_name("run_id", run_id)
     ended = await _store(request).abort_run(tenant.id, run_id)
@@ -225,15 +240,20 @@ async def session_message(
     rec, parsed = await store.apply_reply(rec, body.text, responder)
     if parsed.kind == "incomplete":
         return json_response(
-            {"consumed": False, "question": _public(request, rec), "message": parsed.message,
-             "missing": parsed.missing}
+            {
+                "consumed": False,
+                "question": _public(request, rec),
+                "message": parsed.message,
+                "missing": parsed.missing,
+            }
         )
     _count_final(rec)
     return json_response({"consumed": True, "question": _public(request, rec), "message": None})
 
 
-async def _late_message(request: Request, store: Store, tenant: Tenant, session: str,
-                        text: str, responder: Responder) -> Response:
+async def _late_message(
+    request: Request, store: Store, tenant: Tenant, session: str, text: str, responder: Responder
+) -> Response:
     """Nothing pending: an answer to the session's question that just ended without one
     is kept as its late answer (`late`: true, `message` says so); else the message is
     the platform's."""
@@ -244,9 +264,14 @@ async def _late_message(request: Request, store: Store, tenant: Tenant, session:
         except AlreadyFinal as exc:
             if exc.late:
                 rec = await store.get(tenant.id, ended.id)
-                return json_response({"consumed": True, "late": True,
-                                      "question": _public(request, rec),
-                                      "message": exc.message})
+                return json_response(
+                    {
+                        "consumed": True,
+                        "late": True,
+                        "question": _public(request, rec),
+                        "message": exc.message,
+                    }
+                )
     return json_response({"consumed": False, "question": None, "message": None})
 
 
@@ -264,8 +289,9 @@ async def readyz(request: Request) -> Response:
         raise redis_unavailable() from None
     hub: Hub = request.app.state.hub
     if not hub.ready.is_set():
-        return json_response({"status": "degraded", "subscription": False}, 503,
-                             {"Retry-After": "1"})
+        return json_response(
+            {"status": "degraded", "subscription": False}, 503, {"Retry-After": "1"}
+        )
     return json_response({"status": "ready"})
 
 
@@ -275,5 +301,4 @@ async def metrics(request: Request) -> Response:
     latency, no_answer reasons, delivery failures, reminders, escalations, late answers),
     summed over every shard: any replica shows the same totals."""
     shared = render_counters(await _store(request).counters())
-    return Response(generate_latest(REGISTRY) + shared.encode(),
-                    media_type=CONTENT_TYPE_LATEST)
+    return Response(generate_latest(REGISTRY) + shared.encode(), media_type=CONTENT_TYPE_LATEST)

@@ -48,47 +48,62 @@ class DiscordAdapter:
     async def _app(self, tenant: str) -> DiscordApp:
         app = await self.apps.get(tenant)
         if app is None:
-            raise PermanentError("no Discord application is configured for this tenant "
-                                 "(askgate tenant channel TENANT discord bot_token=… …)")
+            raise PermanentError(
+                "no Discord application is configured for this tenant "
+                "(askgate tenant channel TENANT discord bot_token=… …)"
+            )
         return app
 
     async def send_prompt(self, rec: Record, index: int, target: Target) -> SentPrompt:
         app = await self._app(rec.tenant)
         channel_id = self.destination(rec, target)
-        payload = {**render.prompt(rec, index), "nonce": nonce(rec, index),
-                   "enforce_nonce": True, "allowed_mentions": {"parse": []}}
+        payload = {
+            **render.prompt(rec, index),
+            "nonce": nonce(rec, index),
+            "enforce_nonce": True,
+            "allowed_mentions": {"parse": []},
+        }
         msg = await self.client.create_message(app.bot_token, channel_id, payload)
         message_id = str(msg.get("id") or "")
         if not message_id:
             raise PermanentError("Discord created a message without an id")
-        return SentPrompt(ref={"channel_id": channel_id, "message_id": message_id},
-                          message=message_id, destination=channel_id)
+        return SentPrompt(
+            ref={"channel_id": channel_id, "message_id": message_id},
+            message=message_id,
+            destination=channel_id,
+        )
 
-    async def send_reminder(self, rec: Record, index: int, target: Target,
-                            ref: dict[str, Any], text: str, n: int) -> SentPrompt | None:
+    async def send_reminder(
+        self, rec: Record, index: int, target: Target, ref: dict[str, Any], text: str, n: int
+    ) -> SentPrompt | None:
         """A reply to the prompt (Discord shows what it answers), sent with its own nonce so
         a retry shows it once."""
         app = await self._app(rec.tenant)
         channel_id = str(ref.get("channel_id") or self.destination(rec, target))
-        payload: dict[str, Any] = {"content": text, "nonce": f"{rec.id}.{index}.{n}",
-                                   "enforce_nonce": True, "allowed_mentions": {"parse": []}}
+        payload: dict[str, Any] = {
+            "content": text,
+            "nonce": f"{rec.id}.{index}.{n}",
+            "enforce_nonce": True,
+            "allowed_mentions": {"parse": []},
+        }
         if ref.get("message_id"):
-            payload["message_reference"] = {"message_id": str(ref["message_id"]),
-                                            "fail_if_not_exists": False}
+            payload["message_reference"] = {
+                "message_id": str(ref["message_id"]),
+                "fail_if_not_exists": False,
+            }
         msg = await self.client.create_message(app.bot_token, channel_id, payload)
         return SentPrompt(message=str(msg.get("id") or "") or None, destination=channel_id)
 
-    async def finalise_message(self, rec: Record, target: Target,
-                               extra: ExtraMessage) -> None:
+    async def finalise_message(self, rec: Record, target: Target, extra: ExtraMessage) -> None:
         """A reminder goes when its question ends: the prompt's summary says it all."""
         if extra.kind == REMINDER:
             app = await self._app(rec.tenant)
             await self.client.delete_message(app.bot_token, extra.destination, extra.message)
 
-    async def finalise(self, rec: Record, index: int, target: Target,
-                       ref: dict[str, Any]) -> None:
+    async def finalise(self, rec: Record, index: int, target: Target, ref: dict[str, Any]) -> None:
         if not ref.get("message_id"):
             return
         app = await self._app(rec.tenant)
-        await self.client.edit_message(app.bot_token, str(ref["channel_id"]),
-                                       str(ref["message_id"]), render.summary(rec))
+        await self.client.edit_message(
+            app.bot_token, str(ref["channel_id"]), str(ref["message_id"]), render.summary(rec)
+        )

@@ -44,8 +44,7 @@ class DiscordApp:
     allowed_role_ids: frozenset[str]
 
 
-def build_app(tenant: Tenant, conf: dict[str, Any], prev: DiscordApp | None
-              ) -> DiscordApp | None:
+def build_app(tenant: Tenant, conf: dict[str, Any], prev: DiscordApp | None) -> DiscordApp | None:
     """The tenant's app from its channel config; a ValueError names the bad setting."""
     token = str(conf.get("bot_token") or "").strip()
     if not token:
@@ -53,14 +52,24 @@ def build_app(tenant: Tenant, conf: dict[str, Any], prev: DiscordApp | None
     try:
         key = VerifyKey(bytes.fromhex(str(conf.get("public_key") or "").strip()))
     except ValueError as exc:  # nacl's own ValueError (wrong length) is one too
-        raise ValueError("public_key must be the application's public key, 64 hex "
-                         "characters (Developer Portal → General Information)") from exc
+        raise ValueError(
+            "public_key must be the application's public key, 64 hex "
+            "characters (Developer Portal → General Information)"
+        ) from exc
     application_id = str(conf.get("application_id") or "").strip()
     if not application_id.isdigit():
-        raise ValueError("application_id must be the application's id, digits "
-                         "(Developer Portal → General Information)")
-    return DiscordApp(tenant.id, token, application_id, key,
-                      id_list(conf.get("allowed_user_ids")), id_list(conf.get("allowed_role_ids")))
+        raise ValueError(
+            "application_id must be the application's id, digits "
+            "(Developer Portal → General Information)"
+        )
+    return DiscordApp(
+        tenant.id,
+        token,
+        application_id,
+        key,
+        id_list(conf.get("allowed_user_ids")),
+        id_list(conf.get("allowed_role_ids")),
+    )
 
 
 def error_of(response: httpx.Response) -> PlatformError | None:
@@ -75,8 +84,9 @@ def error_of(response: httpx.Response) -> PlatformError | None:
         body = None
     if not isinstance(body, dict):
         # It may still have reached Discord (a front end failing after it answered).
-        return TransientError(f"Discord answered {status} with an error page, not JSON",
-                              maybe_sent=True)
+        return TransientError(
+            f"Discord answered {status} with an error page, not JSON", maybe_sent=True
+        )
     if status < 300:
         return None
     what = f"Discord {status}: {body.get('message') or 'error'} (code {body.get('code', 0)})"
@@ -92,25 +102,32 @@ def error_of(response: httpx.Response) -> PlatformError | None:
 
 class DiscordClient:
     def __init__(self, settings: DiscordSettings) -> None:
-        self.http = httpx.AsyncClient(base_url=settings.discord_api_base.rstrip("/") + "/",
-                                      timeout=settings.discord_request_timeout_s,
-                                      headers={"User-Agent": USER_AGENT})
+        self.http = httpx.AsyncClient(
+            base_url=settings.discord_api_base.rstrip("/") + "/",
+            timeout=settings.discord_request_timeout_s,
+            headers={"User-Agent": USER_AGENT},
+        )
 
-    async def _send(self, method: str, path: str, token: str,
-                    payload: dict[str, Any] | None) -> httpx.Response:
+    async def _send(
+        self, method: str, path: str, token: str, payload: dict[str, Any] | None
+    ) -> httpx.Response:
         try:
             return await self.http.request(
-                method, path.lstrip("/"),
+                method,
+                path.lstrip("/"),
                 content=orjson.dumps(payload) if payload is not None else None,
-                headers={"Authorization": f"Bot {token}", "Content-Type": "application/json"})
+                headers={"Authorization": f"Bot {token}", "Content-Type": "application/json"},
+            )
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             raise TransientError(f"cannot reach Discord: {type(exc).__name__}") from exc
         except httpx.TransportError as exc:  # a timeout or reset after the request left
-            raise TransientError(f"Discord call cut off: {type(exc).__name__}",
-                                 maybe_sent=True) from exc
+            raise TransientError(
+                f"Discord call cut off: {type(exc).__name__}", maybe_sent=True
+            ) from exc
 
-    async def call(self, method: str, path: str, token: str, payload: dict[str, Any]
-                   ) -> dict[str, Any]:
+    async def call(
+        self, method: str, path: str, token: str, payload: dict[str, Any]
+    ) -> dict[str, Any]:
         """One REST call; the JSON body, or the kit's error."""
         response = await self._send(method, path, token, payload)
         error = error_of(response)
@@ -119,19 +136,23 @@ class DiscordClient:
         body: dict[str, Any] = orjson.loads(response.content)
         return body
 
-    async def create_message(self, token: str, channel_id: str, payload: dict[str, Any]
-                             ) -> dict[str, Any]:
+    async def create_message(
+        self, token: str, channel_id: str, payload: dict[str, Any]
+    ) -> dict[str, Any]:
         return await self.call("POST", f"channels/{channel_id}/messages", token, payload)
 
-    async def edit_message(self, token: str, channel_id: str, message_id: str,
-                           payload: dict[str, Any]) -> dict[str, Any]:
-        return await self.call("PATCH", f"channels/{channel_id}/messages/{message_id}", token,
-                               payload)
+    async def edit_message(
+        self, token: str, channel_id: str, message_id: str, payload: dict[str, Any]
+    ) -> dict[str, Any]:
+        return await self.call(
+            "PATCH", f"channels/{channel_id}/messages/{message_id}", token, payload
+        )
 
     async def delete_message(self, token: str, channel_id: str, message_id: str) -> None:
         """Delete one of the bot's messages (204); a message already gone is no error."""
-        response = await self._send("DELETE", f"channels/{channel_id}/messages/{message_id}",
-                                    token, None)
+        response = await self._send(
+            "DELETE", f"channels/{channel_id}/messages/{message_id}", token, None
+        )
         if response.status_code in (204, 404):
             return
         error = error_of(response)

@@ -38,14 +38,26 @@ def person(body: dict[str, Any]) -> tuple[dict[str, Any], list[str], bool]:
     return dict(body.get("user") or {}), [], True
 
 
-def allowed(app: DiscordApp, target: DiscordTarget, channel_id: str, user_id: str,
-            roles: list[str], private: bool) -> bool:
+def allowed(
+    app: DiscordApp,
+    target: DiscordTarget,
+    channel_id: str,
+    user_id: str,
+    roles: list[str],
+    private: bool,
+) -> bool:
     """Only the target's own channel counts; then the kit's rule, with roles."""
     if channel_id != target.channel_id:
         return False
-    return may_answer(user_id, target_allowed=target.allowed_user_ids,
-                      tenant_allowed=app.allowed_user_ids, private=private, roles=roles,
-                      target_roles=target.allowed_role_ids, tenant_roles=app.allowed_role_ids)
+    return may_answer(
+        user_id,
+        target_allowed=target.allowed_user_ids,
+        tenant_allowed=app.allowed_user_ids,
+        private=private,
+        roles=roles,
+        target_roles=target.allowed_role_ids,
+        tenant_roles=app.allowed_role_ids,
+    )
 
 
 def _target(rec: Record, index: int) -> DiscordTarget | None:
@@ -92,8 +104,9 @@ class Inbound:
             await self.dedupe.forget(scope, interaction_id)
             raise
 
-    async def _handle(self, app: DiscordApp, body: dict[str, Any], data: dict[str, Any],
-                      tap: Tap) -> dict[str, Any]:
+    async def _handle(
+        self, app: DiscordApp, body: dict[str, Any], data: dict[str, Any], tap: Tap
+    ) -> dict[str, Any]:
         rec = await self.store.load(tap.q)
         target = _target(rec, tap.t) if rec is not None else None
         if rec is None or target is None or rec.tenant != app.tenant:
@@ -102,20 +115,25 @@ class Inbound:
         user_id = str(user.get("id") or "")
         channel_id = str(body.get("channel_id") or (body.get("channel") or {}).get("id") or "")
         if not allowed(app, target, channel_id, user_id, roles, private):
-            log.info("interaction.refused", question_id=rec.id, user_id=user_id,
-                     channel_id=channel_id)
+            log.info(
+                "interaction.refused", question_id=rec.id, user_id=user_id, channel_id=channel_id
+            )
             return render.ephemeral(Answering.refused(rec).text)
         act, qs = tap.a, rec.questions
         if not rec.pending:
             self._finalise_later(rec, tap.t, target)
             # Only an answer may be kept as late: an option, one question's select, the
             # form's text.
-            answer = act[:1] == "o" or (act[:1] == "m" and len(qs) == 1) or (
-                body.get("type") == MODAL_SUBMIT and act == "f")
+            answer = (
+                act[:1] == "o"
+                or (act[:1] == "m" and len(qs) == 1)
+                or (body.get("type") == MODAL_SUBMIT and act == "f")
+            )
             if not answer:
                 return render.ephemeral(Answering.ended(rec).text)
-        who = Responder(channel=CHANNEL, user_id=user_id,
-                        name=user.get("global_name") or user.get("username"))
+        who = Responder(
+            channel=CHANNEL, user_id=user_id, name=user.get("global_name") or user.get("username")
+        )
         number = int(act[1:]) if act[1:].isdigit() else -1
         outcome: Outcome | None = None
         if body.get("type") == MODAL_SUBMIT and act == "f":
@@ -125,8 +143,9 @@ class Inbound:
         elif act == "s":
             outcome = await self.answering.skip(rec, who, tap.t)
         elif act[:1] == "o" and len(qs) == 1 and 0 <= number < len(qs[0].options):
-            outcome = await self.answering.answer(rec, {qs[0].id: [qs[0].options[number].label]},
-                                                  who, tap.t)
+            outcome = await self.answering.answer(
+                rec, {qs[0].id: [qs[0].options[number].label]}, who, tap.t
+            )
         elif act[:1] == "m" and 0 <= number < len(qs):
             values = {int(v) for v in data.get("values") or [] if str(v).isdigit()}
             picks = sorted(i for i in values if i < len(qs[number].options))  # declared order
@@ -139,22 +158,30 @@ class Inbound:
             outcome = await self._free_text(rec, tap.t, {}, who)
         if outcome is None:
             return render.ephemeral(t(rec.locale, "expired"))
-        log.info("question.interaction", question_id=rec.id, action=act, outcome=outcome.kind,
-                 user_id=user_id)
+        log.info(
+            "question.interaction",
+            question_id=rec.id,
+            action=act,
+            outcome=outcome.kind,
+            user_id=user_id,
+        )
         return render.ephemeral(outcome.text)
 
-    async def _pick(self, rec: Record, index: int, part: int, picks: list[int]
-                    ) -> dict[str, Any]:
+    async def _pick(self, rec: Record, index: int, part: int, picks: list[int]) -> dict[str, Any]:
         """One question's select on a several-question prompt: kept until Submit, and
         shown as picked to everyone who sees the prompt."""
         await self.selections.put(rec.id, index, picks, part)
-        picked = {k: await self.selections.get(rec.id, index, k)
-                  for k in range(len(rec.questions))}
-        return {"type": render.UPDATE_MESSAGE, "data": {
-            "components": render.components(rec.questions, rec.locale, rec.id, index, picked)}}
+        picked = {k: await self.selections.get(rec.id, index, k) for k in range(len(rec.questions))}
+        return {
+            "type": render.UPDATE_MESSAGE,
+            "data": {
+                "components": render.components(rec.questions, rec.locale, rec.id, index, picked)
+            },
+        }
 
-    async def _free_text(self, rec: Record, index: int, typed: dict[str, str],
-                         who: Responder) -> Outcome:
+    async def _free_text(
+        self, rec: Record, index: int, typed: dict[str, str], who: Responder
+    ) -> Outcome:
         """Submit (and the modal's submit): per question, what was typed for it, else
         what its select picked; a question with neither is named in the correction."""
         answers: dict[str, list[str]] = {}
@@ -170,15 +197,19 @@ class Inbound:
         """A click on an ended question's prompt that still shows its components: edit it
         after responding (the response must not wait for Discord)."""
         delivery = rec.delivery(index)
-        if delivery.state != DeliveryState.DELIVERED or delivery.summary \
-                or not delivery.ref.get("message_id"):
+        if (
+            delivery.state != DeliveryState.DELIVERED
+            or delivery.summary
+            or not delivery.ref.get("message_id")
+        ):
             return
         task = asyncio.create_task(self._finalise(rec, index, target, delivery.ref))
         self._later.add(task)
         task.add_done_callback(self._later.discard)
 
-    async def _finalise(self, rec: Record, index: int, target: DiscordTarget,
-                        ref: dict[str, Any]) -> None:
+    async def _finalise(
+        self, rec: Record, index: int, target: DiscordTarget, ref: dict[str, Any]
+    ) -> None:
         try:
             await self.worker.finalise_prompt(rec, index, target, ref)
         except Exception as exc:  # the resolved event's handling tries again

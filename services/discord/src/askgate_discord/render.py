@@ -97,17 +97,27 @@ def _select(q: QuestionIn, tap: Tap, locale: str, picked: set[int]) -> dict[str,
         if i in picked:
             option["default"] = True
         options.append(option)
-    return {"type": STRING_SELECT, "custom_id": tap.pack(), "options": options,
-            "placeholder": cut(f"{q.header}: {t(locale, 'choose')}", PLACEHOLDER_MAX),
-            "min_values": 1, "max_values": len(q.options) if q.multiSelect else 1}
+    return {
+        "type": STRING_SELECT,
+        "custom_id": tap.pack(),
+        "options": options,
+        "placeholder": cut(f"{q.header}: {t(locale, 'choose')}", PLACEHOLDER_MAX),
+        "min_values": 1,
+        "max_values": len(q.options) if q.multiSelect else 1,
+    }
 
 
 def _row(*components: dict[str, Any]) -> dict[str, Any]:
     return {"type": ACTION_ROW, "components": list(components)}
 
 
-def components(questions: Sequence[QuestionIn], locale: str, qid: str, target: int,
-               picked: Mapping[int, set[int]] | None = None) -> list[dict[str, Any]]:
+def components(
+    questions: Sequence[QuestionIn],
+    locale: str,
+    qid: str,
+    target: int,
+    picked: Mapping[int, set[int]] | None = None,
+) -> list[dict[str, Any]]:
     picked = picked or {}
 
     def tap(action: str) -> Tap:
@@ -116,12 +126,15 @@ def components(questions: Sequence[QuestionIn], locale: str, qid: str, target: i
     other = _button(t(locale, "other"), tap("x"))
     skip = _button(t(locale, "skip"), tap("s"))
     if len(questions) == 1 and not questions[0].multiSelect:
-        buttons = [_button(o.label, tap(f"o{i}"),
-                           PRIMARY if o.label.endswith(RECOMMENDED) else SECONDARY)
-                   for i, o in enumerate(questions[0].options)]
+        buttons = [
+            _button(o.label, tap(f"o{i}"), PRIMARY if o.label.endswith(RECOMMENDED) else SECONDARY)
+            for i, o in enumerate(questions[0].options)
+        ]
         return [_row(*buttons), _row(other, skip)]
-    rows = [_row(_select(q, tap(f"m{k}"), locale, picked.get(k, set())))
-            for k, q in enumerate(questions)]
+    rows = [
+        _row(_select(q, tap(f"m{k}"), locale, picked.get(k, set())))
+        for k, q in enumerate(questions)
+    ]
     if len(questions) == 1:
         return [*rows, _row(other, skip)]
     return [*rows, _row(_button(t(locale, "submit"), tap("d"), PRIMARY), other, skip)]
@@ -129,33 +142,53 @@ def components(questions: Sequence[QuestionIn], locale: str, qid: str, target: i
 
 def prompt(rec: Record, index: int) -> dict[str, Any]:
     """The message body of a prompt (nonce and mentions are the adapter's)."""
-    return {"content": content(rec.questions, rec.locale),
-            "components": components(rec.questions, rec.locale, rec.id, index)}
+    return {
+        "content": content(rec.questions, rec.locale),
+        "components": components(rec.questions, rec.locale, rec.id, index),
+    }
 
 
 def summary(rec: Record) -> dict[str, Any]:
     """What a prompt becomes when its question ends: its summary, no components. Free
     text is not repeated: a channel is shared."""
-    return {"content": cut(summary_text(rec, echo_free_text=False), CONTENT_MAX),
-            "components": []}
+    return {"content": cut(summary_text(rec, echo_free_text=False), CONTENT_MAX), "components": []}
 
 
 def modal(rec: Record, index: int) -> dict[str, Any]:
     """The "Other…" modal: one text input per question (optional with several: a
     question left empty keeps what its select picked)."""
     many = len(rec.questions) > 1
-    inputs = [_row({
-        "type": TEXT_INPUT, "custom_id": str(k), "style": PARAGRAPH if not many else SHORT,
-        "label": cut(f"{q.header}: {q.question}", MODAL_LABEL_MAX), "required": not many,
-        "max_length": FREE_TEXT_MAX,
-        "placeholder": cut(t(rec.locale, "other_prompt"), PLACEHOLDER_MAX),
-    }) for k, q in enumerate(rec.questions)]
-    return {"type": MODAL, "data": {"custom_id": Tap(rec.id, index, "f").pack(),
-                                    "title": cut(t(rec.locale, "other"), MODAL_LABEL_MAX),
-                                    "components": inputs}}
+    inputs = [
+        _row(
+            {
+                "type": TEXT_INPUT,
+                "custom_id": str(k),
+                "style": PARAGRAPH if not many else SHORT,
+                "label": cut(f"{q.header}: {q.question}", MODAL_LABEL_MAX),
+                "required": not many,
+                "max_length": FREE_TEXT_MAX,
+                "placeholder": cut(t(rec.locale, "other_prompt"), PLACEHOLDER_MAX),
+            }
+        )
+        for k, q in enumerate(rec.questions)
+    ]
+    return {
+        "type": MODAL,
+        "data": {
+            "custom_id": Tap(rec.id, index, "f").pack(),
+            "title": cut(t(rec.locale, "other"), MODAL_LABEL_MAX),
+            "components": inputs,
+        },
+    }
 
 
 def ephemeral(text: str) -> dict[str, Any]:
     """A reply only the person who clicked sees."""
-    return {"type": MESSAGE, "data": {"content": cut(text, CONTENT_MAX), "flags": EPHEMERAL,
-                                      "allowed_mentions": {"parse": []}}}
+    return {
+        "type": MESSAGE,
+        "data": {
+            "content": cut(text, CONTENT_MAX),
+            "flags": EPHEMERAL,
+            "allowed_mentions": {"parse": []},
+        },
+    }

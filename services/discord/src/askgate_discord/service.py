@@ -34,8 +34,9 @@ log = structlog.get_logger("askgate.discord")
 SIGNATURE_MAX_AGE_S = 300
 
 
-def verified(key: VerifyKey, signature: str, timestamp: str, body: bytes,
-             now: float | None = None) -> bool:
+def verified(
+    key: VerifyKey, signature: str, timestamp: str, body: bytes, now: float | None = None
+) -> bool:
     """The signature is the application's over timestamp + body, and the timestamp fresh."""
     try:
         sig = bytes.fromhex(signature)
@@ -60,9 +61,12 @@ def interactions_app(apps: TenantConfigs[DiscordApp], inbound: Inbound) -> web.A
         tenant = request.match_info["tenant"]
         body = await request.read()
         app = await apps.get(tenant)
-        if app is None or not verified(app.verify_key,
-                                       request.headers.get("X-Signature-Ed25519", ""),
-                                       request.headers.get("X-Signature-Timestamp", ""), body):
+        if app is None or not verified(
+            app.verify_key,
+            request.headers.get("X-Signature-Ed25519", ""),
+            request.headers.get("X-Signature-Timestamp", ""),
+            body,
+        ):
             log.info("interaction.unauthorized", tenant=tenant, configured=app is not None)
             return _error(401, "unauthorized", "invalid request signature")
         try:
@@ -88,8 +92,7 @@ class DiscordService:
         self.settings = settings
         self.channel = ChannelService(SERVICE, settings, redis)
         self.client = DiscordClient(settings)
-        self.apps: TenantConfigs[DiscordApp] = TenantConfigs(self.channel.redis, CHANNEL,
-                                                             build_app)
+        self.apps: TenantConfigs[DiscordApp] = TenantConfigs(self.channel.redis, CHANNEL, build_app)
         self.worker = self.channel.use(DiscordAdapter(self.apps, self.client))
         self.inbound = Inbound(self.channel.store, self.worker)
         self.port: int | None = None  # the bound one (ASKGATE_DISCORD_PORT=0: a free port)
@@ -104,9 +107,12 @@ class DiscordService:
             log.warning("discord.refresh_failed", error=str(exc))
             configured = {}
         if not configured:
-            log.warning("discord.no_tenants", hint="askgate tenant channel TENANT discord "
-                        "bot_token=… public_key=… application_id=…; until then this worker "
-                        "idles and questions with Discord targets end as delivery_failed")
+            log.warning(
+                "discord.no_tenants",
+                hint="askgate tenant channel TENANT discord "
+                "bot_token=… public_key=… application_id=…; until then this worker "
+                "idles and questions with Discord targets end as delivery_failed",
+            )
         self._bound = asyncio.get_running_loop().create_future()
         await self.channel.start()
         self.port = await self._bound
@@ -114,8 +120,9 @@ class DiscordService:
     async def _serve(self, stop: asyncio.Event) -> None:
         assert self._bound is not None
         s = self.settings
-        runner = web.AppRunner(interactions_app(self.apps, self.inbound), handle_signals=False,
-                               access_log=None)
+        runner = web.AppRunner(
+            interactions_app(self.apps, self.inbound), handle_signals=False, access_log=None
+        )
         await runner.setup()
         try:
             await web.TCPSite(runner, s.discord_host, s.discord_port).start()
@@ -125,8 +132,12 @@ class DiscordService:
             return
         port = int(runner.addresses[0][1])
         self._bound.set_result(port)
-        log.info("interactions.listening", host=s.discord_host, port=port,
-                 path="/discord/<tenant id>/interactions")
+        log.info(
+            "interactions.listening",
+            host=s.discord_host,
+            port=port,
+            path="/discord/<tenant id>/interactions",
+        )
         try:
             await stop.wait()
         finally:

@@ -34,8 +34,12 @@ def build_server(settings: McpSettings) -> Server[AsyncAskgate]:
     @asynccontextmanager
     async def lifespan(_: Server[AsyncAskgate]) -> AsyncIterator[AsyncAskgate]:
         async with AsyncAskgate(
-            settings.url, settings.api_key, session=settings.session,
-            targets=settings.targets, locale=settings.locale, remind=settings.remind,
+            settings.url,
+            settings.api_key,
+            session=settings.session,
+            targets=settings.targets,
+            locale=settings.locale,
+            remind=settings.remind,
             escalate=settings.escalate,
         ) as client:
             yield client
@@ -56,8 +60,12 @@ def build_server(settings: McpSettings) -> Server[AsyncAskgate]:
         if isinstance(outcome, ClientError):
             log.info("ask refused: %s", outcome.message)
             return tool.error(outcome.message)
-        log.info("question %s ended: %s (%s)", outcome.question_id, outcome.status,
-                 outcome.reason or "answered")
+        log.info(
+            "question %s ended: %s (%s)",
+            outcome.question_id,
+            outcome.status,
+            outcome.reason or "answered",
+        )
         return tool.result(outcome.tool_result)
 
     return Server(

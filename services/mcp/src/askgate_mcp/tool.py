@@ -133,8 +133,9 @@ KNOWN_ARGUMENTS: Final = frozenset(INPUT_SCHEMA["properties"])
 def argument_errors(arguments: dict[str, Any]) -> list[str]:
     """Top-level problems the API cannot see (it gets only the known fields); the rest
     is validated by the API, whose messages name the field and the fix."""
-    errors = [f"{key} is not a known field; remove it" for key in arguments
-              if key not in KNOWN_ARGUMENTS]
+    errors = [
+        f"{key} is not a known field; remove it" for key in arguments if key not in KNOWN_ARGUMENTS
+    ]
     if "questions" not in arguments:
         errors.append("questions is required")
     elif not isinstance(arguments["questions"], list):

@@ -62,11 +62,21 @@ class SlackAdapter:
         assert isinstance(target, SlackTarget)
         ws = await self._ws(rec.tenant)
         prompt = render.prompt(rec.questions, rec.locale, rec.id, index)
-        metadata = {"event_type": EVENT_TYPE,
-                    "event_payload": {"question_id": rec.id, "target": index}}
-        resp = await call(lambda: ws.client.chat_postMessage(
-            channel=target.channel_id, thread_ts=target.thread_ts, text=prompt.text,
-            blocks=prompt.blocks, metadata=metadata, unfurl_links=False, unfurl_media=False))
+        metadata = {
+            "event_type": EVENT_TYPE,
+            "event_payload": {"question_id": rec.id, "target": index},
+        }
+        resp = await call(
+            lambda: ws.client.chat_postMessage(
+                channel=target.channel_id,
+                thread_ts=target.thread_ts,
+                text=prompt.text,
+                blocks=prompt.blocks,
+                metadata=metadata,
+                unfurl_links=False,
+                unfurl_media=False,
+            )
+        )
         return self._sent(str(resp["channel"]), str(resp["ts"]), target)
 
     @staticmethod
@@ -88,69 +98,94 @@ class SlackAdapter:
                 raise
             # Without the history scopes Slack cannot be asked: never post twice, count
             # it as shown (a click on it still supplies its ts).
-            log.warning("prompt.lookup_impossible", question_id=rec.id, target=index,
-                        error="missing_scope", fix="add the *:history scopes to the app")
+            log.warning(
+                "prompt.lookup_impossible",
+                question_id=rec.id,
+                target=index,
+                error="missing_scope",
+                fix="add the *:history scopes to the app",
+            )
             return SentPrompt(ref={"unconfirmed": True})
         return self._sent(channel, found, target) if found else None
 
-    async def _look(self, ws: Workspace, rec: Record, index: int, channel: str,
-                    thread_ts: str | None) -> str | None:
+    async def _look(
+        self, ws: Workspace, rec: Record, index: int, channel: str, thread_ts: str | None
+    ) -> str | None:
         """The ts of the prompt for (question, target) among the channel's (or thread's)
         messages since the ask, or None."""
         oldest = f"{rec.created_ms / 1000 - LOOKUP_SLACK_S:.6f}"
         cursor: str | None = None
         for _ in range(LOOKUP_PAGES):
             if thread_ts:
-                resp = await call(lambda c=cursor: ws.client.conversations_replies(  # type: ignore[misc]
-                    channel=channel, ts=thread_ts, oldest=oldest, cursor=c,
-                    include_all_metadata=True, limit=200))
+                resp = await call(
+                    lambda c=cursor: ws.client.conversations_replies(  # type: ignore[misc]
+                        channel=channel,
+                        ts=thread_ts,
+                        oldest=oldest,
+                        cursor=c,
+                        include_all_metadata=True,
+                        limit=200,
+                    )
+                )
             else:
-                resp = await call(lambda c=cursor: ws.client.conversations_history(  # type: ignore[misc]
-                    channel=channel, oldest=oldest, cursor=c, include_all_metadata=True,
-                    limit=200))
+                resp = await call(
+                    lambda c=cursor: ws.client.conversations_history(  # type: ignore[misc]
+                        channel=channel,
+                        oldest=oldest,
+                        cursor=c,
+                        include_all_metadata=True,
+                        limit=200,
+                    )
+                )
             for msg in resp.get("messages") or []:
                 meta = msg.get("metadata") or {}
                 payload = meta.get("event_payload") or {}
-                if meta.get("event_type") == EVENT_TYPE and \
-                        payload.get("question_id") == rec.id and payload.get("target") == index:
+                if (
+                    meta.get("event_type") == EVENT_TYPE
+                    and payload.get("question_id") == rec.id
+                    and payload.get("target") == index
+                ):
                     return str(msg["ts"])
             cursor = (resp.get("response_metadata") or {}).get("next_cursor") or None
             if not cursor:
                 return None
         return None
 
-    async def send_reminder(self, rec: Record, index: int, target: Target,
-                            ref: dict[str, Any], text: str, n: int) -> SentPrompt | None:
+    async def send_reminder(
+        self, rec: Record, index: int, target: Target, ref: dict[str, Any], text: str, n: int
+    ) -> SentPrompt | None:
         """A reply in the prompt's thread (where an answer may be typed too)."""
         assert isinstance(target, SlackTarget)
         ws = await self._ws(rec.tenant)
         channel = str(ref.get("channel") or target.channel_id)
         thread = ref.get("ts") or target.thread_ts
-        resp = await call(lambda: ws.client.chat_postMessage(
-            channel=channel, thread_ts=thread, text=text, unfurl_links=False,
-            unfurl_media=False))
+        resp = await call(
+            lambda: ws.client.chat_postMessage(
+                channel=channel, thread_ts=thread, text=text, unfurl_links=False, unfurl_media=False
+            )
+        )
         return SentPrompt(message=str(resp["ts"]), destination=str(resp["channel"]))
 
-    async def finalise_message(self, rec: Record, target: Target,
-                               extra: ExtraMessage) -> None:
+    async def finalise_message(self, rec: Record, target: Target, extra: ExtraMessage) -> None:
         """A reminder goes from the thread when its question ends (the prompt shows the
         summary)."""
         if extra.kind != REMINDER:
             return
         ws = await self._ws(rec.tenant)
         try:
-            await call(lambda: ws.client.chat_delete(channel=extra.destination,
-                                                     ts=extra.message))
+            await call(lambda: ws.client.chat_delete(channel=extra.destination, ts=extra.message))
         except PermanentError as exc:
             if error_code(exc) != "message_not_found":
                 raise
 
-    async def finalise(self, rec: Record, index: int, target: Target,
-                       ref: dict[str, Any]) -> None:
+    async def finalise(self, rec: Record, index: int, target: Target, ref: dict[str, Any]) -> None:
         if not ref.get("ts") or not ref.get("channel"):
             return  # counted as shown without a ts, never clicked: nothing to edit
         ws = await self._ws(rec.tenant)
         channel, ts = str(ref["channel"]), str(ref["ts"])
         done = render.summary(rec, private=is_dm(channel))
-        await call(lambda: ws.client.chat_update(channel=channel, ts=ts, text=done.text,
-                                                 blocks=done.blocks))
+        await call(
+            lambda: ws.client.chat_update(
+                channel=channel, ts=ts, text=done.text, blocks=done.blocks
+            )
+        )

@@ -32,8 +32,9 @@ from askgate_slack.config import SlackSettings
 CHANNEL = "slack"
 # `ok: false` codes a later try may get past; every other code is permanent
 # (channel_not_found, not_in_channel, invalid_auth, account_inactive, is_archived, …).
-TRANSIENT_CODES = frozenset({"internal_error", "fatal_error", "service_unavailable",
-                             "request_timeout", "team_not_ready"})
+TRANSIENT_CODES = frozenset(
+    {"internal_error", "fatal_error", "service_unavailable", "request_timeout", "team_not_ready"}
+)
 # Slack sends Retry-After with every 429; this covers a proxy's 429 without it.
 DEFAULT_RETRY_AFTER_S = 1.0
 
@@ -95,16 +96,17 @@ class Workspace:
 class Workspaces:
     """The workspace of every tenant with a Slack bot token, refreshed from Redis."""
 
-    def __init__(self, redis: Redis, settings: SlackSettings, clock: Clock | None = None
-                 ) -> None:
+    def __init__(self, redis: Redis, settings: SlackSettings, clock: Clock | None = None) -> None:
         self.settings = settings
         self.clock = clock or Clock()
         self.session = aiohttp.ClientSession(
-            timeout=aiohttp.ClientTimeout(total=settings.slack_request_timeout_s))
+            timeout=aiohttp.ClientTimeout(total=settings.slack_request_timeout_s)
+        )
         self.configs: TenantConfigs[Workspace] = TenantConfigs(redis, CHANNEL, self._build)
 
-    def _build(self, tenant: Tenant, conf: dict[str, Any], prev: Workspace | None
-               ) -> Workspace | None:
+    def _build(
+        self, tenant: Tenant, conf: dict[str, Any], prev: Workspace | None
+    ) -> Workspace | None:
         token = str(conf.get("bot_token") or "")
         if not token:
             return None
@@ -112,18 +114,30 @@ class Workspaces:
             raise ValueError("bot_token: must be the app's Bot User OAuth Token (xoxb-…)")
         app_token = str(conf.get("app_token") or "")
         if app_token and not app_token.startswith("xapp-"):
-            raise ValueError("app_token: must be an app-level token (xapp-…) with "
-                             "connections:write")
+            raise ValueError(
+                "app_token: must be an app-level token (xapp-…) with connections:write"
+            )
         secret = str(conf.get("signing_secret") or "").strip()
-        client = prev.client if prev is not None and prev.bot_token == token else \
-            AsyncWebClient(token=token, base_url=self.settings.slack_api_base,
-                           session=self.session,
-                           # No retries inside the client: a resent chat.postMessage
-                           # could post twice; the kit decides what to retry.
-                           retry_handlers=[])
-        return Workspace(tenant.id, token, client,
-                         SignatureVerifier(secret, self.clock) if secret else None,
-                         id_list(conf.get("allowed_user_ids")), app_token)
+        client = (
+            prev.client
+            if prev is not None and prev.bot_token == token
+            else AsyncWebClient(
+                token=token,
+                base_url=self.settings.slack_api_base,
+                session=self.session,
+                # No retries inside the client: a resent chat.postMessage
+                # could post twice; the kit decides what to retry.
+                retry_handlers=[],
+            )
+        )
+        return Workspace(
+            tenant.id,
+            token,
+            client,
+            SignatureVerifier(secret, self.clock) if secret else None,
+            id_list(conf.get("allowed_user_ids")),
+            app_token,
+        )
 
     async def refresh(self) -> list[Workspace]:
         """Re-read every tenant's Slack config; returns the workspaces configured now."""

@@ -98,37 +98,57 @@ class Inbound:
                 return
         log.warning("slack.call_dropped", channel_id=gate_key, why="rate limited")
 
-    def _tell(self, ws: Workspace, channel: str, user: str, text: str,
-              thread_ts: str | None = None) -> None:
+    def _tell(
+        self, ws: Workspace, channel: str, user: str, text: str, thread_ts: str | None = None
+    ) -> None:
         """An ephemeral message in the channel that only `user` sees."""
-        self.later(self._call(channel, lambda: ws.client.chat_postEphemeral(
-            channel=channel, user=user, text=text, thread_ts=thread_ts)))
+        self.later(
+            self._call(
+                channel,
+                lambda: ws.client.chat_postEphemeral(
+                    channel=channel, user=user, text=text, thread_ts=thread_ts
+                ),
+            )
+        )
 
     def _say(self, ws: Workspace, channel: str, text: str, thread_ts: str | None) -> None:
-        self.later(self._call(channel, lambda: ws.client.chat_postMessage(
-            channel=channel, text=text, thread_ts=thread_ts)))
+        self.later(
+            self._call(
+                channel,
+                lambda: ws.client.chat_postMessage(channel=channel, text=text, thread_ts=thread_ts),
+            )
+        )
 
     # -- shared checks -------------------------------------------------------------------
 
-    async def _load(self, ws: Workspace, qid: Any, index: Any
-                    ) -> tuple[Record, SlackTarget] | None:
+    async def _load(self, ws: Workspace, qid: Any, index: Any) -> tuple[Record, SlackTarget] | None:
         rec = await self.store.load(str(qid)) if qid else None
-        if rec is None or rec.tenant != ws.tenant or not isinstance(index, int) \
-                or not 0 <= index < len(rec.targets):
+        if (
+            rec is None
+            or rec.tenant != ws.tenant
+            or not isinstance(index, int)
+            or not 0 <= index < len(rec.targets)
+        ):
             return None
         target = rec.targets[index]
         return (rec, target) if isinstance(target, SlackTarget) else None
 
     @staticmethod
-    def _allowed(ws: Workspace, rec: Record, index: int, target: SlackTarget, channel: str,
-                 user: str) -> bool:
+    def _allowed(
+        ws: Workspace, rec: Record, index: int, target: SlackTarget, channel: str, user: str
+    ) -> bool:
         """Only the target's own conversation counts; then the kit's rule (the target's
         allow-list, else anyone in a DM and the tenant's list in a channel)."""
         shown = rec.delivery(index).ref.get("channel")
-        here = channel in (target.channel_id, shown) or (is_user(target.channel_id)
-                                                         and is_dm(channel))
-        return here and may_answer(user, target_allowed=target.allowed_user_ids,
-                                   tenant_allowed=ws.allowed_user_ids, private=is_dm(channel))
+        here = channel in (target.channel_id, shown) or (
+            is_user(target.channel_id) and is_dm(channel)
+        )
+        return here and may_answer(
+            user,
+            target_allowed=target.allowed_user_ids,
+            tenant_allowed=ws.allowed_user_ids,
+            private=is_dm(channel),
+        )
 
     async def _learn(self, rec: Record, index: int, channel: str, ts: str) -> Record:
         """A prompt counted as shown without its ts was clicked: record where it is, so
@@ -176,8 +196,7 @@ class Inbound:
             return  # not ours, or a tick: Slack keeps it in the message until Submit
         user = str((payload.get("user") or {}).get("id") or "")
         container = payload.get("container") or {}
-        channel = str((payload.get("channel") or {}).get("id") or container.get("channel_id")
-                      or "")
+        channel = str((payload.get("channel") or {}).get("id") or container.get("channel_id") or "")
         found = await self._load(ws, act.q, act.t)
         if found is None:
             self._tell(ws, channel, user, t("en", "expired"))
@@ -196,13 +215,13 @@ class Inbound:
                 return
         values = (payload.get("state") or {}).get("values") or {}
         picked = render.picked(rec.questions, values, rec.id, act.t)
-        who = Responder(channel=CHANNEL, user_id=user,
-                        name=(payload.get("user") or {}).get("name"))
+        who = Responder(channel=CHANNEL, user_id=user, name=(payload.get("user") or {}).get("name"))
         q = rec.questions[0]
         option = int(act.a[1:]) if act.a[:1] == "o" and act.a[1:].isdigit() else -1
         if 0 <= option < len(q.options):
-            outcome = await self.answering.answer(rec, {q.id: [q.options[option].label]}, who,
-                                                  act.t)
+            outcome = await self.answering.answer(
+                rec, {q.id: [q.options[option].label]}, who, act.t
+            )
         elif act.a == "s":
             outcome = await self.answering.skip(rec, who, act.t)
         elif act.a == "d" and picked:
@@ -215,8 +234,9 @@ class Inbound:
             meta = json.dumps({"q": rec.id, "t": act.t, "c": channel, "p": ticks})
             view = render.other_modal(rec.locale, meta)
             trigger_id = str(payload.get("trigger_id") or "")
-            self.later(self._call(channel, lambda: ws.client.views_open(
-                trigger_id=trigger_id, view=view)))
+            self.later(
+                self._call(channel, lambda: ws.client.views_open(trigger_id=trigger_id, view=view))
+            )
             return
         else:
             return
@@ -247,10 +267,16 @@ class Inbound:
         if not text:
             return modal_error(t(rec.locale, "other_prompt"))
         q = rec.questions[0]
-        ticks = [q.options[i].label for i in meta.get("p") or []
-                 if isinstance(i, int) and 0 <= i < len(q.options)] if q.multiSelect else []
-        who = Responder(channel=CHANNEL, user_id=user,
-                        name=(payload.get("user") or {}).get("name"))
+        ticks = (
+            [
+                q.options[i].label
+                for i in meta.get("p") or []
+                if isinstance(i, int) and 0 <= i < len(q.options)
+            ]
+            if q.multiSelect
+            else []
+        )
+        who = Responder(channel=CHANNEL, user_id=user, name=(payload.get("user") or {}).get("name"))
         outcome = await self.answering.answer(rec, {q.id: [*ticks, text]}, who, index)
         log.info("question.other", question_id=rec.id, outcome=outcome.kind, user_id=user)
         if not outcome.accepted:
@@ -273,8 +299,9 @@ class Inbound:
             await self.dedupe.forget(ws.tenant, event_id)
             raise
 
-    async def _find(self, ws: Workspace, channel: str, thread: str | None, dm: bool
-                    ) -> tuple[Record, int, SlackTarget, bool] | None:
+    async def _find(
+        self, ws: Workspace, channel: str, thread: str | None, dm: bool
+    ) -> tuple[Record, int, SlackTarget, bool] | None:
         """The question a message answers: the prompt whose thread it is in, else (in a
         DM, or in a thread a prompt was posted into) the newest pending question shown
         there. (record, target index, target, direct)."""
@@ -298,16 +325,20 @@ class Inbound:
         return None
 
     async def _message(self, ws: Workspace, ev: dict[str, Any]) -> None:
-        if ev.get("type") != "message" or ev.get("bot_id") or \
-                ev.get("subtype") not in (None, "thread_broadcast"):
+        if (
+            ev.get("type") != "message"
+            or ev.get("bot_id")
+            or ev.get("subtype") not in (None, "thread_broadcast")
+        ):
             return  # edits, joins, and every bot's messages (ours too) are not answers
         user, channel = str(ev.get("user") or ""), str(ev.get("channel") or "")
         text = unescape(str(ev.get("text") or "")).strip()
         thread = str(ev["thread_ts"]) if ev.get("thread_ts") else None
         if not (user and channel and text):
             return
-        found = await self._find(ws, channel, thread, is_dm(channel)
-                                 or ev.get("channel_type") == "im")
+        found = await self._find(
+            ws, channel, thread, is_dm(channel) or ev.get("channel_type") == "im"
+        )
         if found is None:
             return
         rec, index, target, direct = found
@@ -319,7 +350,8 @@ class Inbound:
             if not direct:
                 return
             self._ended(ws, rec, index, target)  # a reply to its prompt may be a late answer
-        outcome = await self.answering.reply(rec, text, Responder(channel=CHANNEL,
-                                                                  user_id=user), index)
+        outcome = await self.answering.reply(
+            rec, text, Responder(channel=CHANNEL, user_id=user), index
+        )
         log.info("question.reply", question_id=rec.id, outcome=outcome.kind, user_id=user)
         self._say(ws, channel, outcome.text, thread)

@@ -99,14 +99,18 @@ def _section(q: QuestionIn, locale: str, number: int | None) -> SectionBlock:
 
 
 def _button(text: str, act: Act, value: str, style: str | None = None) -> ButtonElement:
-    return ButtonElement(text=cut(text, BUTTON_MAX), action_id=act.pack(), value=value,
-                         style=style)
+    return ButtonElement(text=cut(text, BUTTON_MAX), action_id=act.pack(), value=value, style=style)
 
 
 def _choices(q: QuestionIn) -> list[Option]:
-    return [Option(value=str(i), label=cut(o.label, BUTTON_MAX),
-                   description=cut(o.description, BUTTON_MAX) if o.description else None)
-            for i, o in enumerate(q.options)]
+    return [
+        Option(
+            value=str(i),
+            label=cut(o.label, BUTTON_MAX),
+            description=cut(o.description, BUTTON_MAX) if o.description else None,
+        )
+        for i, o in enumerate(q.options)
+    ]
 
 
 def _blocks(questions: Sequence[QuestionIn], locale: str, qid: str, index: int) -> list[Block]:
@@ -119,28 +123,47 @@ def _blocks(questions: Sequence[QuestionIn], locale: str, qid: str, index: int) 
     if len(questions) == 1 and not questions[0].multiSelect:
         q = questions[0]
         buttons: list[ButtonElement] = [
-            _button(o.label, act(f"o{i}"), f"{qid}:{index}:{i}",
-                    "primary" if _recommended(o.label) else None)
-            for i, o in enumerate(q.options)]
-        return [_section(q, locale, None),
-                ActionsBlock(block_id=act("a").pack(), elements=[*buttons, other, skip])]
+            _button(
+                o.label,
+                act(f"o{i}"),
+                f"{qid}:{index}:{i}",
+                "primary" if _recommended(o.label) else None,
+            )
+            for i, o in enumerate(q.options)
+        ]
+        return [
+            _section(q, locale, None),
+            ActionsBlock(block_id=act("a").pack(), elements=[*buttons, other, skip]),
+        ]
     if len(questions) == 1:
         q = questions[0]
         ticks = CheckboxesElement(action_id=act("q0").pack(), options=_choices(q))
-        return [_section(q, locale, None),
-                ActionsBlock(block_id=act("q0").pack(), elements=[ticks]),
-                ActionsBlock(block_id=act("a").pack(), elements=[submit, other, skip])]
+        return [
+            _section(q, locale, None),
+            ActionsBlock(block_id=act("q0").pack(), elements=[ticks]),
+            ActionsBlock(block_id=act("a").pack(), elements=[submit, other, skip]),
+        ]
     blocks: list[Block] = []
     for k, q in enumerate(questions):
         kind = CheckboxesElement if q.multiSelect else RadioButtonsElement
-        blocks += [_section(q, locale, k + 1),
-                   ActionsBlock(block_id=act(f"q{k}").pack(),
-                                elements=[kind(action_id=act(f"q{k}").pack(),
-                                               options=_choices(q))])]
-    hint = " ".join((t(locale, "choose_then_submit"), t(locale, "or_reply_in_thread"),
-                     guidance(questions, locale)))
-    blocks += [ContextBlock(elements=[PlainTextObject(text=cut(hint, SECTION_MAX))]),
-               ActionsBlock(block_id=act("a").pack(), elements=[submit, skip])]
+        blocks += [
+            _section(q, locale, k + 1),
+            ActionsBlock(
+                block_id=act(f"q{k}").pack(),
+                elements=[kind(action_id=act(f"q{k}").pack(), options=_choices(q))],
+            ),
+        ]
+    hint = " ".join(
+        (
+            t(locale, "choose_then_submit"),
+            t(locale, "or_reply_in_thread"),
+            guidance(questions, locale),
+        )
+    )
+    blocks += [
+        ContextBlock(elements=[PlainTextObject(text=cut(hint, SECTION_MAX))]),
+        ActionsBlock(block_id=act("a").pack(), elements=[submit, skip]),
+    ]
     return blocks
 
 
@@ -164,10 +187,12 @@ def validate(blocks: Sequence[Block]) -> list[dict[str, Any]]:
 
 
 def _text_blocks(text: str, locale: str, qid: str, index: int) -> list[Block]:
-    parts = [text[i:i + SECTION_MAX] for i in range(0, len(text), SECTION_MAX)]
+    parts = [text[i : i + SECTION_MAX] for i in range(0, len(text), SECTION_MAX)]
     skip = _button(t(locale, "skip"), Act(qid, index, "s"), f"{qid}:{index}:s")
-    return [*(SectionBlock(text=PlainTextObject(text=p)) for p in parts),
-            ActionsBlock(block_id=Act(qid, index, "a").pack(), elements=[skip])]
+    return [
+        *(SectionBlock(text=PlainTextObject(text=p)) for p in parts),
+        ActionsBlock(block_id=Act(qid, index, "a").pack(), elements=[skip]),
+    ]
 
 
 def prompt(questions: Sequence[QuestionIn], locale: str, qid: str, index: int) -> Prompt:
@@ -192,8 +217,9 @@ def summary(rec: Record, *, private: bool) -> Prompt:
     return Prompt(text, validate(blocks))
 
 
-def picked(questions: Sequence[QuestionIn], values: Mapping[str, Any], qid: str,
-           index: int) -> dict[str, list[str]]:
+def picked(
+    questions: Sequence[QuestionIn], values: Mapping[str, Any], qid: str, index: int
+) -> dict[str, list[str]]:
     """The choices ticked in a message (a block_actions payload's `state.values`) as
     {question id: [labels]}; questions with nothing ticked are left out."""
     answers: dict[str, list[str]] = {}
@@ -201,7 +227,8 @@ def picked(questions: Sequence[QuestionIn], values: Mapping[str, Any], qid: str,
         key = Act(qid, index, f"q{k}").pack()
         state = (values.get(key) or {}).get(key) or {}
         chosen = state.get("selected_options") or (
-            [state["selected_option"]] if state.get("selected_option") else [])
+            [state["selected_option"]] if state.get("selected_option") else []
+        )
         indexes = {int(o["value"]) for o in chosen if str(o.get("value", "")).isdigit()}
         labels = [o.label for i, o in enumerate(q.options) if i in indexes]
         if labels:
@@ -212,13 +239,19 @@ def picked(questions: Sequence[QuestionIn], values: Mapping[str, Any], qid: str,
 def other_modal(locale: str, metadata: str) -> dict[str, Any]:
     """The "Other…" modal: one text input; its submission is the free-text answer."""
     view = View(
-        type="modal", callback_id=OTHER_CALLBACK, private_metadata=metadata,
+        type="modal",
+        callback_id=OTHER_CALLBACK,
+        private_metadata=metadata,
         title=PlainTextObject(text=cut(t(locale, "other"), 24)),
         submit=PlainTextObject(text=cut(t(locale, "submit"), 24)),
         close=PlainTextObject(text=cut(t(locale, "cancel"), 24)),
-        blocks=[InputBlock(block_id=OTHER_BLOCK, label=t(locale, "other_prompt"),
-                           element=PlainTextInputElement(action_id=OTHER_BLOCK,
-                                                         max_length=2000))],
+        blocks=[
+            InputBlock(
+                block_id=OTHER_BLOCK,
+                label=t(locale, "other_prompt"),
+                element=PlainTextInputElement(action_id=OTHER_BLOCK, max_length=2000),
+            )
+        ],
     )
     view.validate_json()
     data: dict[str, Any] = view.to_dict()

@@ -26,8 +26,9 @@ DRAIN_S = 5.0
 
 
 class SlackService:
-    def __init__(self, settings: SlackSettings, redis: Redis | None = None,
-                 clock: Clock | None = None) -> None:
+    def __init__(
+        self, settings: SlackSettings, redis: Redis | None = None, clock: Clock | None = None
+    ) -> None:
         self.settings = settings
         self.channel = ChannelService(SERVICE, settings, redis)
         self.workspaces = Workspaces(self.channel.redis, settings, clock)
@@ -45,24 +46,32 @@ class SlackService:
     async def start(self) -> None:
         await self._refresh()
         if not self.workspaces.all():
-            log.warning("slack.no_workspaces", hint="askgate tenant channel TENANT slack "
-                        "bot_token=xoxb-… signing_secret=…; questions with Slack targets end "
-                        "as delivery_failed until then")
+            log.warning(
+                "slack.no_workspaces",
+                hint="askgate tenant channel TENANT slack "
+                "bot_token=xoxb-… signing_secret=…; questions with Slack targets end "
+                "as delivery_failed until then",
+            )
         await self.channel.start()
         if self.settings.slack_mode == "http":
             await self._listening.wait()
 
     async def _serve_http(self, stop: asyncio.Event) -> None:
         s = self.settings
-        runner = web.AppRunner(http_app(self.inbound, self.workspaces), handle_signals=False,
-                               access_log=None)
+        runner = web.AppRunner(
+            http_app(self.inbound, self.workspaces), handle_signals=False, access_log=None
+        )
         await runner.setup()
         try:
             await web.TCPSite(runner, s.slack_host, s.slack_port).start()
             self.port = int(runner.addresses[0][1])
-            log.info("http.listening", host=s.slack_host, port=self.port,
-                     interactivity="/slack/<tenant>/interactivity",
-                     events="/slack/<tenant>/events")
+            log.info(
+                "http.listening",
+                host=s.slack_host,
+                port=self.port,
+                interactivity="/slack/<tenant>/interactivity",
+                events="/slack/<tenant>/events",
+            )
             self._listening.set()
             await stop.wait()
         finally:
@@ -77,8 +86,13 @@ class SlackService:
             log.warning("slack.auth_failed", tenant=ws.tenant, error=exc.message)
             return
         self._known.add(ws.bot_token)
-        log.info("slack.workspace", tenant=ws.tenant, team=me.get("team"),
-                 bot_user=me.get("user_id"), signed=ws.verifier is not None)
+        log.info(
+            "slack.workspace",
+            tenant=ws.tenant,
+            team=me.get("team"),
+            bot_user=me.get("user_id"),
+            signed=ws.verifier is not None,
+        )
 
     async def _refresh(self) -> None:
         try:

@@ -37,8 +37,11 @@ def http_app(inbound: Inbound, workspaces: Workspaces) -> web.Application:
         body = await request.read()
         tenant = request.match_info["tenant"]
         ws = await workspaces.get(tenant)
-        if ws is None or ws.verifier is None or \
-                not ws.verifier.is_valid_request(body, dict(request.headers)):
+        if (
+            ws is None
+            or ws.verifier is None
+            or not ws.verifier.is_valid_request(body, dict(request.headers))
+        ):
             log.info("request.unauthorized", tenant=tenant, path=request.path)
             raise web.HTTPUnauthorized(text="invalid or stale X-Slack-Signature")
         return ws, body
@@ -83,8 +86,7 @@ class SocketLinks:
         self._down_since: dict[str, float] = {}
 
     def _listener(self, ws: Workspace) -> Listener:
-        async def on_request(client: AsyncBaseSocketModeClient, req: SocketModeRequest
-                             ) -> None:
+        async def on_request(client: AsyncBaseSocketModeClient, req: SocketModeRequest) -> None:
             # The tenant's settings as they are now (an allow-list may have changed).
             now = await self.inbound.workspaces.get(ws.tenant) or ws
             reply: dict[str, Any] | None = None
@@ -93,7 +95,9 @@ class SocketLinks:
             elif req.type == "interactive":
                 reply = await self.inbound.interaction(now, req.payload)
             await client.send_socket_mode_response(
-                SocketModeResponse(envelope_id=req.envelope_id, payload=reply))
+                SocketModeResponse(envelope_id=req.envelope_id, payload=reply)
+            )
+
         return on_request
 
     async def sync(self, workspaces: list[Workspace]) -> None:

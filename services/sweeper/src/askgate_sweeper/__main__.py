@@ -109,16 +109,18 @@ async def watch_once(store: Store, now: int | None = None) -> int:
     async def step(shard: int) -> tuple[int, int]:
         failed, ended, taken = await store.sweep_undelivered(shard, live, now)
         if failed:
-            log.warning("sweeper.undelivered", shard=shard, failed=failed, ended=ended,
-                        live=sorted(live))
+            log.warning(
+                "sweeper.undelivered", shard=shard, failed=failed, ended=ended, live=sorted(live)
+            )
         return failed, taken
 
     return await over_shards(store, step)
 
 
 async def serve(settings: Settings, stop: asyncio.Event) -> None:
-    redis = connect(settings.redis_url, cluster=settings.redis_cluster, max_connections=8,
-                    socket_timeout_s=30.0)
+    redis = connect(
+        settings.redis_url, cluster=settings.redis_cluster, max_connections=8, socket_timeout_s=30.0
+    )
     store = Store(redis, settings)
     beat = asyncio.create_task(health.beat_forever(redis, SERVICE, stop))
     log.info("sweeper.started", interval_ms=settings.sweep_interval_ms)

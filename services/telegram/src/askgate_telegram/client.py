@@ -109,8 +109,9 @@ class Bots:
         self.configs: TenantConfigs[TenantBot] = TenantConfigs(redis, CHANNEL, self._build)
         self._by_bot: dict[int, TenantBot] = {}
 
-    def _build(self, tenant: Tenant, conf: dict[str, Any], prev: TenantBot | None
-               ) -> TenantBot | None:
+    def _build(
+        self, tenant: Tenant, conf: dict[str, Any], prev: TenantBot | None
+    ) -> TenantBot | None:
         token = str(conf.get("bot_token") or "")
         if not token:
             return None
@@ -118,10 +119,17 @@ class Bots:
             validate_token(token)
         except TokenValidationError as exc:
             raise ValueError(f"bot_token: {exc}") from exc
-        bot = prev.bot if prev is not None and prev.bot.token == token else Bot(
-            token, session=self.session)
-        return TenantBot(tenant.id, bot, str(conf.get("webhook_secret") or ""),
-                         id_list(conf.get("allowed_user_ids")))
+        bot = (
+            prev.bot
+            if prev is not None and prev.bot.token == token
+            else Bot(token, session=self.session)
+        )
+        return TenantBot(
+            tenant.id,
+            bot,
+            str(conf.get("webhook_secret") or ""),
+            id_list(conf.get("allowed_user_ids")),
+        )
 
     async def refresh(self) -> list[TenantBot]:
         """Re-read every tenant's Telegram config; returns the bots now configured."""

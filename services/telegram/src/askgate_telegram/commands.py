@@ -64,8 +64,12 @@ class Commands:
             return
         for rec, index, _ in reversed(waiting):
             picks = await ctx.selections.all(rec.id, index)
-            sent = await ctx.call(chat_id, lambda rec=rec, index=index, picks=picks:  # type: ignore[misc]
-                                  ctx.adapter.post_prompt(tb, rec, index, chat_id, picks))
+            sent = await ctx.call(
+                chat_id,
+                lambda rec=rec, index=index, picks=picks: (  # type: ignore[misc]
+                    ctx.adapter.post_prompt(tb, rec, index, chat_id, picks)
+                ),
+            )
             if sent is not None:
                 await ctx.worker.track(rec, index, chat_id, str(sent.message_id), COPY)
                 log.info("prompt.shown_again", question_id=rec.id, chat_id=chat_id)
@@ -75,5 +79,8 @@ async def set_menu(tb: TenantBot) -> None:
     """The bot's command menu, in each of askgate's languages (en as the default)."""
     for locale in MESSAGES:
         commands = [BotCommand(command=c, description=t(locale, f"cmd_{c}")) for c in MENU]
-        await call(lambda commands=commands, locale=locale: tb.bot.set_my_commands(  # type: ignore[misc]
-            commands=commands, language_code=None if locale == "en" else locale))
+        await call(
+            lambda commands=commands, locale=locale: tb.bot.set_my_commands(  # type: ignore[misc]
+                commands=commands, language_code=None if locale == "en" else locale
+            )
+        )

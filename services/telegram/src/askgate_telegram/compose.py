@@ -61,8 +61,9 @@ def time_left(expires_ms: int, now_ms: int, locale: str) -> str:
     return t(locale, "minutes_short", n=(left_s + 30) // 60)
 
 
-def _question(pos: int, q: QuestionIn, locale: str, *, many: bool, descriptions: bool,
-              question_chars: int) -> list[Any]:
+def _question(
+    pos: int, q: QuestionIn, locale: str, *, many: bool, descriptions: bool, question_chars: int
+) -> list[Any]:
     head = f"{pos}. {q.header}" if many else q.header
     line = _cut(q.question, question_chars)
     if q.multiSelect:
@@ -82,9 +83,14 @@ def prompt(rec: Record, now_ms: int, *, link: str | None, group: bool) -> Body:
     and the web page's link, then how to answer. Descriptions go first and then
     question text is cut when Telegram's 4096 characters would not hold it all."""
     questions, locale = rec.questions, rec.locale
-    footer: list[Any] = ["⏳ ", DateTime(time_left(rec.expires_ms, now_ms, locale),
-                                         unix_time=rec.expires_ms // 1000,
-                                         date_time_format="r")]
+    footer: list[Any] = [
+        "⏳ ",
+        DateTime(
+            time_left(rec.expires_ms, now_ms, locale),
+            unix_time=rec.expires_ms // 1000,
+            date_time_format="r",
+        ),
+    ]
     if link:
         footer += [" · ", TextLink(t(locale, "open_web"), url=link)]
     kind = kind_of(questions)
@@ -100,8 +106,14 @@ def prompt(rec: Record, now_ms: int, *, link: str | None, group: bool) -> Body:
         for pos, q in enumerate(questions, 1):
             if blocks:
                 blocks.append("\n\n")
-            blocks += _question(pos, q, locale, many=len(questions) > 1,
-                                descriptions=descriptions, question_chars=question_chars)
+            blocks += _question(
+                pos,
+                q,
+                locale,
+                many=len(questions) > 1,
+                descriptions=descriptions,
+                question_chars=question_chars,
+            )
         return Body.of(*blocks, "\n\n", *footer)
 
     longest = max(len(q.question) for q in questions)
@@ -120,9 +132,16 @@ def help_text(chat_id: str, locale: str, *, group: bool) -> Body:
     """/start and /help: what the bot is for, this chat's id and the target to ask with."""
     target = json.dumps({"channel": "telegram", "chat_id": chat_id})
     parts: list[Any] = [
-        t(locale, "help_intro"), "\n\n",
-        t(locale, "help_chat_id"), " ", Code(chat_id), "\n",
-        t(locale, "help_target"), " ", Code(target), "\n\n",
+        t(locale, "help_intro"),
+        "\n\n",
+        t(locale, "help_chat_id"),
+        " ",
+        Code(chat_id),
+        "\n",
+        t(locale, "help_target"),
+        " ",
+        Code(target),
+        "\n\n",
         t(locale, "help_answer"),
     ]
     if group:

@@ -54,21 +54,25 @@ def shown_in(target: TelegramTarget, chat_id: str) -> bool:
     return want == chat_id or not want.lstrip("-").isdigit()
 
 
-def allowed(tb: TenantBot, target: TelegramTarget, chat_id: str, private: bool,
-            user_id: int) -> bool:
+def allowed(
+    tb: TenantBot, target: TelegramTarget, chat_id: str, private: bool, user_id: int
+) -> bool:
     """Only the target's own chat counts; then the kit's rule (the target's allow-list,
     else anyone in a private chat and the tenant's list in a group)."""
     if not shown_in(target, chat_id):
         return False
-    target_ids = [str(x) for x in target.allowed_user_ids] if target.allowed_user_ids \
-        is not None else None
-    return may_answer(str(user_id), target_allowed=target_ids,
-                      tenant_allowed=tb.allowed_user_ids, private=private)
+    target_ids = (
+        [str(x) for x in target.allowed_user_ids] if target.allowed_user_ids is not None else None
+    )
+    return may_answer(
+        str(user_id), target_allowed=target_ids, tenant_allowed=tb.allowed_user_ids, private=private
+    )
 
 
 class Context:
-    def __init__(self, store: Store, bots: Bots, worker: ChannelWorker,
-                 adapter: TelegramAdapter) -> None:
+    def __init__(
+        self, store: Store, bots: Bots, worker: ChannelWorker, adapter: TelegramAdapter
+    ) -> None:
         self.store = store
         self.bots = bots
         self.worker = worker
@@ -97,15 +101,22 @@ class Context:
         log.warning("telegram.call_dropped", chat_id=chat_id, why="rate limited")
         return None
 
-    async def reply(self, message: Message, tb: TenantBot, body: Body,
-                    about: Sequence[tuple[Record, int]] = ()) -> Message | None:
+    async def reply(
+        self, message: Message, tb: TenantBot, body: Body, about: Sequence[tuple[Record, int]] = ()
+    ) -> Message | None:
         """Answer a person's message; a note `about` pending questions is deleted when
         the first of them ends (it is about them only)."""
         chat_id = str(message.chat.id)
-        sent = await self.call(chat_id, lambda: tb.bot.send_message(
-            chat_id=chat_id, **body.kwargs(),
-            reply_parameters=ReplyParameters(message_id=message.message_id,
-                                             allow_sending_without_reply=True)))
+        sent = await self.call(
+            chat_id,
+            lambda: tb.bot.send_message(
+                chat_id=chat_id,
+                **body.kwargs(),
+                reply_parameters=ReplyParameters(
+                    message_id=message.message_id, allow_sending_without_reply=True
+                ),
+            ),
+        )
         if sent is not None:
             for rec, index in about:
                 await self.worker.track(rec, index, chat_id, str(sent.message_id), NOTE)
@@ -115,14 +126,20 @@ class Context:
         """A typed answer counted: a 👍 on it, since the prompt turns into the summary (a
         chat where reactions are off gets the words instead)."""
         chat_id = str(message.chat.id)
-        done = await self.call(chat_id, lambda: tb.bot.set_message_reaction(
-            chat_id=chat_id, message_id=message.message_id,
-            reaction=[ReactionTypeEmoji(emoji=ACCEPTED)]))
+        done = await self.call(
+            chat_id,
+            lambda: tb.bot.set_message_reaction(
+                chat_id=chat_id,
+                message_id=message.message_id,
+                reaction=[ReactionTypeEmoji(emoji=ACCEPTED)],
+            ),
+        )
         if not done:
             await self.reply(message, tb, Body.of(text))
 
-    async def waiting(self, tb: TenantBot, chat_id: str
-                      ) -> list[tuple[Record, int, TelegramTarget]]:
+    async def waiting(
+        self, tb: TenantBot, chat_id: str
+    ) -> list[tuple[Record, int, TelegramTarget]]:
         """Questions still pending whose prompt is shown in the chat, newest first, with
         their target there."""
         found: list[tuple[Record, int, TelegramTarget]] = []
@@ -138,8 +155,9 @@ class Context:
                     break
         return found
 
-    async def learn(self, rec: Record, index: int, chat_id: str, message_id: int,
-                    chat_type: str) -> Record:
+    async def learn(
+        self, rec: Record, index: int, chat_id: str, message_id: int, chat_type: str
+    ) -> Record:
         """A prompt assumed shown was tapped or replied to: record its message id now,
         so it can be edited into its summary. (Never a copy shown by /pending: the ledger
         keeps the prompt it delivered.)"""
@@ -149,8 +167,13 @@ class Context:
         known = await self.prompts.lookup(rec.tenant, chat_id, str(message_id))
         if known is not None and known.kind != "prompt":
             return rec
-        ref = {**delivery.ref, "chat_id": chat_id, "message_id": message_id,
-               "chat_type": chat_type, "unconfirmed": False}
+        ref = {
+            **delivery.ref,
+            "chat_id": chat_id,
+            "message_id": message_id,
+            "chat_type": chat_type,
+            "unconfirmed": False,
+        }
         await self.store.ledger.update_ref(rec, index, ref)
         await self.prompts.remember(rec.tenant, chat_id, rec.id, index, str(message_id))
         return await self.store.load(rec.id) or rec

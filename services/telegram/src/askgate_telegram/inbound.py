@@ -28,19 +28,25 @@ log = structlog.get_logger("askgate.telegram")
 
 
 class Inbound:
-    def __init__(self, store: Store, bots: Bots, worker: ChannelWorker,
-                 adapter: TelegramAdapter) -> None:
+    def __init__(
+        self, store: Store, bots: Bots, worker: ChannelWorker, adapter: TelegramAdapter
+    ) -> None:
         self.ctx = Context(store, bots, worker, adapter)
         self.dedupe = Dedupe(store.redis, CHANNEL)
         replies = Replies(self.ctx)
         self.dispatcher = Dispatcher()
         self.dispatcher.update.outer_middleware(self._once)
         # Commands first: what no command handler takes falls through to the replies.
-        self.dispatcher.include_routers(Commands(self.ctx, replies).router,
-                                        Taps(self.ctx).router, replies.router)
+        self.dispatcher.include_routers(
+            Commands(self.ctx, replies).router, Taps(self.ctx).router, replies.router
+        )
 
-    async def _once(self, handler: Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]],
-                    event: TelegramObject, data: dict[str, Any]) -> Any:
+    async def _once(
+        self,
+        handler: Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]],
+        event: TelegramObject,
+        data: dict[str, Any],
+    ) -> Any:
         assert isinstance(event, Update)
         bot: Bot = data["bot"]
         scope, update_id = str(bot.id), str(event.update_id)

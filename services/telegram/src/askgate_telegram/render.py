@@ -85,9 +85,17 @@ def keyboard(
         for qi, q in enumerate(questions):
             short = not fits([o.label for o in q.options], len(q.options))
             chosen = picks.get(qi, ())
-            rows.append([_button(_face(o.label, oi + 1, short=short, ticked=oi in chosen),
-                                 qid, target, f"p{qi}.{oi}")
-                         for oi, o in enumerate(q.options)])
+            rows.append(
+                [
+                    _button(
+                        _face(o.label, oi + 1, short=short, ticked=oi in chosen),
+                        qid,
+                        target,
+                        f"p{qi}.{oi}",
+                    )
+                    for oi, o in enumerate(q.options)
+                ]
+            )
         last = [_button(t(locale, "skip"), qid, target, "s")]
         if all(picks.get(qi) for qi in range(len(questions))):
             last.insert(0, _button(t(locale, "submit"), qid, target, "g"))
@@ -97,14 +105,20 @@ def keyboard(
     short = numbered(q)
     action = "o" if kind == "single" else "t"
     chosen = picks.get(0, ())
-    buttons = [_button(_face(o.label, i + 1, short=short, ticked=i in chosen), qid, target,
-                       f"{action}{i}") for i, o in enumerate(q.options)]
+    buttons = [
+        _button(_face(o.label, i + 1, short=short, ticked=i in chosen), qid, target, f"{action}{i}")
+        for i, o in enumerate(q.options)
+    ]
     # Number buttons share one row; labels get a full-width row each.
     rows.extend([buttons] if short else [[b] for b in buttons])
     if kind == "multi":
         rows.append([_button(t(locale, "done"), qid, target, "d")])
-    rows.append([_button(t(locale, "other"), qid, target, "x"),
-                 _button(t(locale, "skip"), qid, target, "s")])
+    rows.append(
+        [
+            _button(t(locale, "other"), qid, target, "x"),
+            _button(t(locale, "skip"), qid, target, "s"),
+        ]
+    )
     return InlineKeyboardMarkup(inline_keyboard=rows)
 
 

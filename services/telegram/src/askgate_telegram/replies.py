@@ -50,22 +50,23 @@ class Replies:
         if not text.startswith("/"):
             await self.handle(edited, bot, text, edited=True)
 
-    async def _direct(self, tb: TenantBot, message: Message
-                      ) -> tuple[Record, int, str] | None:
+    async def _direct(self, tb: TenantBot, message: Message) -> tuple[Record, int, str] | None:
         """The question a reply is about: the prompt (or its copy, or the "Other…"
         request) it replies to. A reply to a note is read as a plain message."""
         reply_to = message.reply_to_message
         if reply_to is None:
             return None
-        ref = await self.ctx.prompts.lookup(tb.tenant, str(message.chat.id),
-                                            str(reply_to.message_id))
+        ref = await self.ctx.prompts.lookup(
+            tb.tenant, str(message.chat.id), str(reply_to.message_id)
+        )
         if ref is None or ref.kind not in ("prompt", COPY, OTHER):
             return None
         rec = await self.ctx.store.load(ref.question_id)
         return (rec, ref.index, ref.kind) if rec is not None else None
 
-    async def handle(self, message: Message, bot: Bot, text: str, *,
-                     edited: bool = False, skip: bool = False) -> None:
+    async def handle(
+        self, message: Message, bot: Bot, text: str, *, edited: bool = False, skip: bool = False
+    ) -> None:
         """`text` answers the question the message is about; `skip` (the /skip command)
         skips it, even where typed text would be free text."""
         ctx = self.ctx
@@ -77,15 +78,22 @@ class Replies:
         private = message.chat.type == "private"
         direct = await self._direct(tb, message)
         if direct is None:
-            waiting = [(rec, i) for rec, i, target in await ctx.waiting(tb, chat_id)
-                       if allowed(tb, target, chat_id, private, user.id)
-                       and not (edited and _sent_before(message, rec))]
+            waiting = [
+                (rec, i)
+                for rec, i, target in await ctx.waiting(tb, chat_id)
+                if allowed(tb, target, chat_id, private, user.id)
+                and not (edited and _sent_before(message, rec))
+            ]
             if len(waiting) > 1:
                 # Two sessions ask in one chat: which one this answers is the person's call.
-                await ctx.reply(message, tb, compose.which([rec for rec, _ in waiting]),
-                                about=waiting)
-                log.info("question.reply_ambiguous", chat_id=chat_id,
-                         questions=[rec.id for rec, _ in waiting])
+                await ctx.reply(
+                    message, tb, compose.which([rec for rec, _ in waiting]), about=waiting
+                )
+                log.info(
+                    "question.reply_ambiguous",
+                    chat_id=chat_id,
+                    questions=[rec.id for rec, _ in waiting],
+                )
                 return
             if not waiting:
                 return  # room chatter, or nothing asked here
@@ -97,20 +105,33 @@ class Replies:
                 return
             if not allowed(tb, target, chat_id, private, user.id):
                 # A reply to the prompt is told why; room chatter is not ours.
-                await ctx.reply(message, tb, Body.of(Answering.refused(rec).text),
-                                about=[(rec, index)] if rec.pending else ())
+                await ctx.reply(
+                    message,
+                    tb,
+                    Body.of(Answering.refused(rec).text),
+                    about=[(rec, index)] if rec.pending else (),
+                )
                 return
             if kind == "prompt" and message.reply_to_message is not None:
-                rec = await ctx.learn(rec, index, chat_id,
-                                      message.reply_to_message.message_id, message.chat.type)
+                rec = await ctx.learn(
+                    rec, index, chat_id, message.reply_to_message.message_id, message.chat.type
+                )
             if not rec.pending and (skip or edited):
                 # A skip or an edit after the end is no answer; a reply may be a late one.
                 await ctx.reply(message, tb, Body.of(Answering.ended(rec).text))
                 return
         await self._answer(message, tb, rec, index, kind, text, skip)
 
-    async def _answer(self, message: Message, tb: TenantBot, rec: Record, index: int,
-                      kind: str, text: str, skip: bool) -> None:
+    async def _answer(
+        self,
+        message: Message,
+        tb: TenantBot,
+        rec: Record,
+        index: int,
+        kind: str,
+        text: str,
+        skip: bool,
+    ) -> None:
         ctx = self.ctx
         assert message.from_user is not None
         who = responder(message.from_user)
@@ -123,12 +144,16 @@ class Replies:
             outcome = await ctx.answering.answer(rec, {q.id: values}, who, index)
         else:
             outcome = await ctx.answering.reply(rec, text, who, index)
-        log.info("question.reply", question_id=rec.id, kind=kind, outcome=outcome.kind,
-                 user_id=who.user_id)
+        log.info(
+            "question.reply",
+            question_id=rec.id,
+            kind=kind,
+            outcome=outcome.kind,
+            user_id=who.user_id,
+        )
         if outcome.accepted:
             await ctx.accepted(message, tb, outcome.text)
         elif outcome.kind in ("ended", "late"):
             await ctx.reply(message, tb, Body.of(outcome.text))
         else:  # a correction: it goes when the question ends
             await ctx.reply(message, tb, Body.of(outcome.text), about=[(rec, index)])
-

@@ -48,12 +48,18 @@ class TelegramService:
         except (RedisError, OSError) as exc:
             log.warning("telegram.refresh_failed", error=str(exc))
         if not self.bots.all():
-            log.warning("telegram.no_bots", hint="askgate tenant channel TENANT telegram "
-                        "bot_token=<token from @BotFather>; questions with Telegram targets "
-                        "end as delivery_failed until then")
+            log.warning(
+                "telegram.no_bots",
+                hint="askgate tenant channel TENANT telegram "
+                "bot_token=<token from @BotFather>; questions with Telegram targets "
+                "end as delivery_failed until then",
+            )
         if s.telegram_mode == "webhook":
-            self._runner = web.AppRunner(webhook_app(self.inbound.dispatcher, self.bots),
-                                         handle_signals=False, access_log=None)
+            self._runner = web.AppRunner(
+                webhook_app(self.inbound.dispatcher, self.bots),
+                handle_signals=False,
+                access_log=None,
+            )
             await self._runner.setup()
             site = web.TCPSite(self._runner, s.telegram_webhook_host, s.telegram_webhook_port)
             await site.start()
@@ -95,9 +101,15 @@ class TelegramService:
                     self.polling.forget(tenant)
             for tenant, tb in current.items():
                 if tenant not in self._pollers:
-                    task = asyncio.create_task(poll(
-                        self.inbound.dispatcher, tb, s.telegram_polling_timeout_s,
-                        self.channel.stop, self.polling))
+                    task = asyncio.create_task(
+                        poll(
+                            self.inbound.dispatcher,
+                            tb,
+                            s.telegram_polling_timeout_s,
+                            self.channel.stop,
+                            self.polling,
+                        )
+                    )
                     self._pollers[tenant] = (tb.bot.token, task)
         elif s.telegram_webhook_url:
             for tenant, tb in current.items():
@@ -105,9 +117,11 @@ class TelegramService:
                     continue
                 url = f"{s.telegram_webhook_url.rstrip('/')}/telegram/{tenant}"
                 try:
-                    await call(lambda tb=tb, url=url: tb.bot.set_webhook(  # type: ignore[misc]
-                        url=url, secret_token=tb.webhook_secret,
-                        allowed_updates=ALLOWED_UPDATES))
+                    await call(
+                        lambda tb=tb, url=url: tb.bot.set_webhook(  # type: ignore[misc]
+                            url=url, secret_token=tb.webhook_secret, allowed_updates=ALLOWED_UPDATES
+                        )
+                    )
                     self._hooked[tenant] = tb.bot.token
                     log.info("webhook.set", tenant=tenant, url=url)
                 except PlatformError as exc:

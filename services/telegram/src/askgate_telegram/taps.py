@@ -25,8 +25,9 @@ class Taps:
         self.router = Router(name="taps")
         self.router.callback_query.register(self.on_callback)
 
-    async def _ack(self, query: CallbackQuery, text: str | None = None,
-                   alert: bool = False) -> None:
+    async def _ack(
+        self, query: CallbackQuery, text: str | None = None, alert: bool = False
+    ) -> None:
         # Telegram shows a spinner until the query is answered; too old is harmless.
         try:
             await call(lambda: query.answer(text=text, show_alert=alert or None))
@@ -65,16 +66,22 @@ class Taps:
                 return
         await self._tap(query, tb, rec, tap, chat_id, private)
 
-    async def _tap(self, query: CallbackQuery, tb: TenantBot, rec: Record, tap: Tap,
-                   chat_id: str, private: bool) -> None:
+    async def _tap(
+        self,
+        query: CallbackQuery,
+        tb: TenantBot,
+        rec: Record,
+        tap: Tap,
+        chat_id: str,
+        private: bool,
+    ) -> None:
         ctx = self.ctx
         q, act = rec.questions[0], tap.a
         who = responder(query.from_user)
         option = int(act[1:]) if act[1:].isdigit() else -1
         outcome: Outcome | None = None
         if act[:1] == "o" and 0 <= option < len(q.options):
-            outcome = await ctx.answering.answer(rec, {q.id: [q.options[option].label]}, who,
-                                                 tap.t)
+            outcome = await ctx.answering.answer(rec, {q.id: [q.options[option].label]}, who, tap.t)
         elif act == "s":
             outcome = await ctx.answering.skip(rec, who, tap.t)
         elif act == "x":
@@ -99,12 +106,17 @@ class Taps:
         await self._ack(query, outcome.text)
         log.info("question.tap", question_id=rec.id, outcome=outcome.kind, user_id=who.user_id)
 
-    async def _pick(self, query: CallbackQuery, tb: TenantBot, rec: Record, tap: Tap,
-                    chat_id: str) -> None:
+    async def _pick(
+        self, query: CallbackQuery, tb: TenantBot, rec: Record, tap: Tap, chat_id: str
+    ) -> None:
         """One question's option among several: chosen (or ticked, multi-select)."""
         part, _, opt = tap.a[1:].partition(".")
-        if not (part.isdigit() and opt.isdigit() and int(part) < len(rec.questions)
-                and int(opt) < len(rec.questions[int(part)].options)):
+        if not (
+            part.isdigit()
+            and opt.isdigit()
+            and int(part) < len(rec.questions)
+            and int(opt) < len(rec.questions[int(part)].options)
+        ):
             await self._ack(query)
             return
         qi, oi = int(part), int(opt)
@@ -121,12 +133,16 @@ class Taps:
         if not picks:
             await self._ack(query, t(rec.locale, "pick_missing"))
             return None
-        answers = {q.id: [o.label for oi, o in enumerate(q.options) if oi in picks[qi]]
-                   for qi, q in enumerate(rec.questions) if qi in picks}
+        answers = {
+            q.id: [o.label for oi, o in enumerate(q.options) if oi in picks[qi]]
+            for qi, q in enumerate(rec.questions)
+            if qi in picks
+        }
         return await self.ctx.answering.answer(rec, answers, responder(query.from_user), index)
 
-    async def _redraw(self, query: CallbackQuery, tb: TenantBot, rec: Record, index: int,
-                      chat_id: str) -> None:
+    async def _redraw(
+        self, query: CallbackQuery, tb: TenantBot, rec: Record, index: int, chat_id: str
+    ) -> None:
         """Show the picks (✓, and Submit once every question has one) on the tapped
         message."""
         msg = query.message
@@ -134,13 +150,22 @@ class Taps:
             return
         picks = await self.ctx.selections.all(rec.id, index)
         markup = render.keyboard(rec.questions, rec.locale, rec.id, index, picks)
-        await self.ctx.call(chat_id, lambda: tb.bot.edit_message_reply_markup(
-            chat_id=chat_id, message_id=msg.message_id, reply_markup=markup))
+        await self.ctx.call(
+            chat_id,
+            lambda: tb.bot.edit_message_reply_markup(
+                chat_id=chat_id, message_id=msg.message_id, reply_markup=markup
+            ),
+        )
 
-    async def _ask_other(self, tb: TenantBot, rec: Record, index: int, chat_id: str,
-                         private: bool, user: User) -> None:
+    async def _ask_other(
+        self, tb: TenantBot, rec: Record, index: int, chat_id: str, private: bool, user: User
+    ) -> None:
         body = compose.other_prompt(rec.locale, user, private_chat=private)
-        sent = await self.ctx.call(chat_id, lambda: tb.bot.send_message(
-            chat_id=chat_id, **body.kwargs(), reply_markup=ForceReply(selective=True)))
+        sent = await self.ctx.call(
+            chat_id,
+            lambda: tb.bot.send_message(
+                chat_id=chat_id, **body.kwargs(), reply_markup=ForceReply(selective=True)
+            ),
+        )
         if sent is not None:
             await self.ctx.worker.track(rec, index, chat_id, str(sent.message_id), OTHER)

@@ -93,8 +93,9 @@ class PollHealth:
         return None
 
 
-async def poll(dispatcher: Dispatcher, tb: TenantBot, timeout_s: int, stop: asyncio.Event,
-               health: PollHealth) -> None:
+async def poll(
+    dispatcher: Dispatcher, tb: TenantBot, timeout_s: int, stop: asyncio.Event, health: PollHealth
+) -> None:
     """One bot's getUpdates loop; the offset moves past an update once it is handled."""
     bot = tb.bot
     try:
@@ -107,14 +108,18 @@ async def poll(dispatcher: Dispatcher, tb: TenantBot, timeout_s: int, stop: asyn
     log.info("polling.started", tenant=tb.tenant, bot=tb.bot_id)
     while not stop.is_set():
         try:
-            updates = await call(lambda at=offset: bot.get_updates(  # type: ignore[misc]
-                offset=at, timeout=timeout_s, allowed_updates=ALLOWED_UPDATES,
-                request_timeout=int(bot.session.timeout + timeout_s)))
+            updates = await call(
+                lambda at=offset: bot.get_updates(  # type: ignore[misc]
+                    offset=at,
+                    timeout=timeout_s,
+                    allowed_updates=ALLOWED_UPDATES,
+                    request_timeout=int(bot.session.timeout + timeout_s),
+                )
+            )
         except PlatformError as exc:
             # A 409 (another poller, or a webhook set elsewhere) lands here too.
             health.failed(tb.tenant, exc.message)
-            log.warning("polling.failed", tenant=tb.tenant, error=exc.message,
-                        retry_in_s=backoff)
+            log.warning("polling.failed", tenant=tb.tenant, error=exc.message, retry_in_s=backoff)
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, POLL_BACKOFF_MAX_S)
             continue
@@ -148,8 +153,9 @@ def chat_of(update: Update) -> int | None:
     return None
 
 
-async def handle_batch(dispatcher: Dispatcher, bot: Bot, updates: list[Update],
-                       tenant: str) -> int | None:
+async def handle_batch(
+    dispatcher: Dispatcher, bot: Bot, updates: list[Update], tenant: str
+) -> int | None:
     """Handle one getUpdates batch: each chat's updates in order, chats concurrently (a
     busy group does not hold taps elsewhere). Returns the first update id that failed
     (later ones of its chat were not tried), or None."""
@@ -162,11 +168,13 @@ async def handle_batch(dispatcher: Dispatcher, bot: Bot, updates: list[Update],
             try:
                 await dispatcher.feed_update(bot, update)
             except Exception as exc:  # fetched and tried again, then skipped (logged)
-                log.exception("update.failed", tenant=tenant, update_id=update.update_id,
-                              error=str(exc))
+                log.exception(
+                    "update.failed", tenant=tenant, update_id=update.update_id, error=str(exc)
+                )
                 return update.update_id
         return None
 
-    failed = [f for f in await asyncio.gather(*(one_chat(b) for b in by_chat.values()))
-              if f is not None]
+    failed = [
+        f for f in await asyncio.gather(*(one_chat(b) for b in by_chat.values())) if f is not None
+    ]
     return min(failed) if failed else None

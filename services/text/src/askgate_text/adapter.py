@@ -43,20 +43,32 @@ class TextAdapter:
 
     async def send_prompt(self, rec: Record, index: int, target: Target) -> SentPrompt:
         url = self.destination(rec, target)
-        status = await self.client.post(url, await self._secret(rec.tenant),
-                                        question_payload(rec), f"{rec.id}:{index}:question",
-                                        tenant=rec.tenant)
+        status = await self.client.post(
+            url,
+            await self._secret(rec.tenant),
+            question_payload(rec),
+            f"{rec.id}:{index}:question",
+            tenant=rec.tenant,
+        )
         return SentPrompt(ref={"status_code": status})
 
-    async def finalise(self, rec: Record, index: int, target: Target,
-                       ref: dict[str, Any]) -> None:
-        await self.client.post(self.destination(rec, target), await self._secret(rec.tenant),
-                               summary_payload(rec), f"{rec.id}:{index}:summary",
-                               tenant=rec.tenant)
+    async def finalise(self, rec: Record, index: int, target: Target, ref: dict[str, Any]) -> None:
+        await self.client.post(
+            self.destination(rec, target),
+            await self._secret(rec.tenant),
+            summary_payload(rec),
+            f"{rec.id}:{index}:summary",
+            tenant=rec.tenant,
+        )
 
-    async def send_reminder(self, rec: Record, index: int, target: Target,
-                            ref: dict[str, Any], text: str, n: int) -> SentPrompt | None:
-        await self.client.post(self.destination(rec, target), await self._secret(rec.tenant),
-                               reminder_payload(rec, text, n), f"{rec.id}:{index}:reminder:{n}",
-                               tenant=rec.tenant)
+    async def send_reminder(
+        self, rec: Record, index: int, target: Target, ref: dict[str, Any], text: str, n: int
+    ) -> SentPrompt | None:
+        await self.client.post(
+            self.destination(rec, target),
+            await self._secret(rec.tenant),
+            reminder_payload(rec, text, n),
+            f"{rec.id}:{index}:reminder:{n}",
+            tenant=rec.tenant,
+        )
         return None  # nothing to tidy: the platform shows what it was sent

@@ -23,8 +23,12 @@ TENANT_CACHE_S = 30.0
 
 
 class TextClient:
-    def __init__(self, settings: TextSettings, redis: Redis | None = None,
-                 resolver: netguard.Resolver = netguard.system_resolver) -> None:
+    def __init__(
+        self,
+        settings: TextSettings,
+        redis: Redis | None = None,
+        resolver: netguard.Resolver = netguard.system_resolver,
+    ) -> None:
         self.redis = redis
         self.resolver = resolver
         self.policy = settings.outbound_policy()
@@ -47,13 +51,21 @@ class TextClient:
         self._tenants[tenant] = (now + TENANT_CACHE_S, policy)
         return policy
 
-    async def post(self, url: str, secret: str, payload: dict[str, object],
-                   delivery_id: str, *, tenant: str | None = None) -> int:
+    async def post(
+        self,
+        url: str,
+        secret: str,
+        payload: dict[str, object],
+        delivery_id: str,
+        *,
+        tenant: str | None = None,
+    ) -> int:
         """POST once; the status code, or the kit's error for the answer."""
         body = orjson.dumps(payload)
         headers = {**signed_headers(secret, body, USER_AGENT), "X-Askgate-Delivery": delivery_id}
-        outcome = await post_async(self.http, url, headers, body, await self._policy(tenant),
-                                   self.resolver)
+        outcome = await post_async(
+            self.http, url, headers, body, await self._policy(tenant), self.resolver
+        )
         if outcome.ok and outcome.status_code is not None:
             return outcome.status_code
         if outcome.error in (TIMEOUT, CONNECTION_FAILED):

@@ -44,8 +44,11 @@ def main(argv: list[str] | None = None) -> None:
     try:
         settings = load(Settings)
         if args.check:
-            raise SystemExit(asyncio.run(health.check(settings.redis_url, SERVICE,
-                                                      cluster=settings.redis_cluster)))
+            raise SystemExit(
+                asyncio.run(
+                    health.check(settings.redis_url, SERVICE, cluster=settings.redis_cluster)
+                )
+            )
         check_redis(settings)
         app = create_app(settings)
     except ConfigError as exc:

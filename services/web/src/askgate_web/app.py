@@ -40,15 +40,25 @@ def create_app(settings: Settings) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        redis = connect(settings.redis_url, cluster=settings.redis_cluster,
-                        connect_timeout_s=1.0, socket_timeout_s=5.0)
+        redis = connect(
+            settings.redis_url,
+            cluster=settings.redis_cluster,
+            connect_timeout_s=1.0,
+            socket_timeout_s=5.0,
+        )
         # The blocking XREAD needs its own connection with a longer read timeout.
-        reader = connect(settings.redis_url, cluster=settings.redis_cluster,
-                         connect_timeout_s=1.0, socket_timeout_s=READ_BLOCK_MS / 1000 + 5.0)
+        reader = connect(
+            settings.redis_url,
+            cluster=settings.redis_cluster,
+            connect_timeout_s=1.0,
+            socket_timeout_s=READ_BLOCK_MS / 1000 + 5.0,
+        )
         app.state.store = Store(redis, settings)
         stop = asyncio.Event()
-        tasks = [asyncio.create_task(hub.run(reader), name="web-reader"),
-                 asyncio.create_task(health.beat_forever(redis, SERVICE, stop), name="web-beat")]
+        tasks = [
+            asyncio.create_task(hub.run(reader), name="web-reader"),
+            asyncio.create_task(health.beat_forever(redis, SERVICE, stop), name="web-beat"),
+        ]
         log.info("web.started", redis=settings.redis_url.split("@")[-1])
         try:
             yield
@@ -68,14 +78,16 @@ def create_app(settings: Settings) -> FastAPI:
                 await asyncio.wait(pending, timeout=STOP_GRACE_S)
             for task in tasks:
                 if task.done() and not task.cancelled() and task.exception():
-                    log.warning("web.task_failed", task=task.get_name(),
-                                error=str(task.exception()))
+                    log.warning(
+                        "web.task_failed", task=task.get_name(), error=str(task.exception())
+                    )
             await reader.aclose()
             await redis.aclose()
             log.info("web.stopped")
 
-    app = FastAPI(title="askgate web", lifespan=lifespan, docs_url=None, redoc_url=None,
-                  openapi_url=None)
+    app = FastAPI(
+        title="askgate web", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
+    )
     app.state.settings = settings
     app.state.hub = hub
 
@@ -128,5 +140,6 @@ def _error_body(_: int, message: str) -> bytes:
 
 
 def _error(message: str, status: int) -> Response:
-    return Response(_error_body(status, message), status, media_type="application/json",
-                    headers=inbound.PRIVATE)
+    return Response(
+        _error_body(status, message), status, media_type="application/json", headers=inbound.PRIVATE
+    )

@@ -77,9 +77,7 @@ def _check(request: Request, tenant: str, session: str, exp: str, sig: str) -> L
     return Link(tenant, session, exp, sig)
 
 
-def page_link(
-    request: Request, tenant: str, session: str, exp: str = "", sig: str = ""
-) -> Link:
+def page_link(request: Request, tenant: str, session: str, exp: str = "", sig: str = "") -> Link:
     return _check(request, tenant, session, exp, sig)
 
 
@@ -126,8 +124,7 @@ def _json(body: dict[str, Any], status: int = 200) -> Response:
 async def page(request: Request, link: PageLink) -> Response:
     records = await _records(request, link)
     locale = render.page_locale(records, negotiate_locale(request.headers.get("accept-language")))
-    html = render.page_html(records, locale, now_ms(), session=link.session,
-                            link_query=link.query)
+    html = render.page_html(records, locale, now_ms(), session=link.session, link_query=link.query)
     return HTMLResponse(html, headers=PAGE)
 
 
@@ -185,8 +182,9 @@ async def answer(
 ) -> Response:
     rec = await _own(request, link, question_id)
     try:
-        await _store(request).answer(link.tenant, rec.id, answers, RESPONDER,
-                                     target=web_target(rec))
+        await _store(request).answer(
+            link.tenant, rec.id, answers, RESPONDER, target=web_target(rec)
+        )
     except AlreadyFinal as exc:  # after the end: maybe kept as late, and the message says
         return await _reply(request, link, exc.message, 409)
     except IncompleteAnswer:
@@ -203,8 +201,9 @@ async def skip(
 ) -> Response:
     rec = await _own(request, link, question_id)
     try:
-        await _store(request).end(link.tenant, rec.id, Reason.SKIPPED, RESPONDER,
-                                  target=web_target(rec))
+        await _store(request).end(
+            link.tenant, rec.id, Reason.SKIPPED, RESPONDER, target=web_target(rec)
+        )
     except AlreadyFinal as exc:
         return await _reply(request, link, exc.message, 409)
     log.info("question.skipped", question_id=rec.id, tenant=link.tenant, channel="web")
@@ -229,8 +228,9 @@ async def reply(
         return await _reply(request, link, exc.message, 409)
     if parsed.kind == "incomplete":
         return await _reply(request, link, parsed.message, 422)
-    log.info("question.replied", question_id=rec.id, tenant=link.tenant, channel="web",
-             kind=parsed.kind)
+    log.info(
+        "question.replied", question_id=rec.id, tenant=link.tenant, channel="web", kind=parsed.kind
+    )
     return await _reply(request, link, None, 200)
 
 
@@ -243,5 +243,7 @@ async def healthz() -> Response:
 async def readyz(request: Request) -> Response:
     hub: Hub = request.app.state.hub
     ready = hub.ready.is_set()
-    return _json({"status": "ready" if ready else "degraded",
-                  "connections": hub.connections}, 200 if ready else 503)
+    return _json(
+        {"status": "ready" if ready else "degraded", "connections": hub.connections},
+        200 if ready else 503,
+    )

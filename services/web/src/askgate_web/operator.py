@@ -56,14 +56,16 @@ async def _check(request: Request, tenant: str, exp: str, sig: str) -> OperatorL
     raise LinkRefused(negotiate_locale(request.headers.get("accept-language")))
 
 
-async def page_link(request: Request, tenant: str, exp: str = "", sig: str = ""
-                    ) -> OperatorLink:
+async def page_link(request: Request, tenant: str, exp: str = "", sig: str = "") -> OperatorLink:
     return await _check(request, tenant, exp, sig)
 
 
-async def api_link(request: Request, tenant: Annotated[str, Query()] = "",
-                   exp: Annotated[str, Query()] = "", sig: Annotated[str, Query()] = ""
-                   ) -> OperatorLink:
+async def api_link(
+    request: Request,
+    tenant: Annotated[str, Query()] = "",
+    exp: Annotated[str, Query()] = "",
+    sig: Annotated[str, Query()] = "",
+) -> OperatorLink:
     return await _check(request, tenant, exp, sig)
 
 
@@ -83,12 +85,20 @@ def entry(rec: Record, locale: str, now: int) -> dict[str, Any]:
     deliveries: list[dict[str, Any]] = []
     for d in rec.delivery_dicts():
         i = len(deliveries)
-        deliveries.append({
-            "channel": d["target"]["channel"], "where": destination(rec.targets[i]),
-            "state": d["status"], "status": t(locale, f"delivery_{d['status']}"),
-            "error": d["error"], "step": d["step"], "reminders": d["reminders"]})
+        deliveries.append(
+            {
+                "channel": d["target"]["channel"],
+                "where": destination(rec.targets[i]),
+                "state": d["status"],
+                "status": t(locale, f"delivery_{d['status']}"),
+                "error": d["error"],
+                "step": d["step"],
+                "reminders": d["reminders"],
+            }
+        )
     return {
-        "id": rec.id, "session": rec.session,
+        "id": rec.id,
+        "session": rec.session,
         "questions": [(q.header, q.question) for q in rec.questions],
         "asked": t(locale, "asked_ago", age=duration(now - rec.created_ms, locale)),
         "left": t(locale, "left", left=duration(rec.expires_ms - now, locale)),
@@ -101,16 +111,18 @@ async def _view(request: Request, link: OperatorLink) -> tuple[dict[str, Any], s
     recs, _ = await store.list_pending(link.tenant, OPERATOR_LIMIT)
     locale = negotiate_locale(request.headers.get("accept-language"))
     now = now_ms()
-    html = render_template("operator_list.html", entries=[entry(r, locale, now) for r in recs],
-                           locale=locale, t=t)
+    html = render_template(
+        "operator_list.html", entries=[entry(r, locale, now) for r in recs], locale=locale, t=t
+    )
     return {"count": len(recs), "list": html}, locale
 
 
 @router.get("/t/{tenant}", response_class=HTMLResponse)
 async def page(request: Request, link: PageLink) -> Response:
     view, locale = await _view(request, link)
-    html = render_template("operator.html", view=view, link_query=link.query, locale=locale,
-                           tenant=link.tenant, t=t)
+    html = render_template(
+        "operator.html", view=view, link_query=link.query, locale=locale, tenant=link.tenant, t=t
+    )
     return HTMLResponse(html, headers=PAGE)
 
 

@@ -43,8 +43,12 @@ class Change:
 
     def json(self) -> str:
         return orjson.dumps(
-            {"type": self.type, "id": self.question_id, "status": self.status,
-             "reason": self.reason}
+            {
+                "type": self.type,
+                "id": self.question_id,
+                "status": self.status,
+                "reason": self.reason,
+            }
         ).decode()
 
 
@@ -145,8 +149,12 @@ class Hub:
         if event is None or not event.tenant:
             return  # a type this version does not know, or an entry of an older writer
         if isinstance(event, QuestionResolved):
-            change = Change(EventType.RESOLVED, event.question_id, event.status.value,
-                            event.reason.value if event.reason else "")
+            change = Change(
+                EventType.RESOLVED,
+                event.question_id,
+                event.status.value,
+                event.reason.value if event.reason else "",
+            )
         elif isinstance(event, QuestionCreated):
             change = Change(EventType.CREATED, event.question_id)
         elif isinstance(event, QuestionEscalate):

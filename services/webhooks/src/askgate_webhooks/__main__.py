@@ -96,14 +96,21 @@ def _kill_group(pgid: int) -> None:
 
 
 async def serve(settings: WebhookSettings, stop: asyncio.Event, *, workers: int) -> None:
-    redis = connect(settings.redis_url, cluster=settings.redis_cluster,
-                    socket_timeout_s=settings.consumer_block_ms / 1000 + 5)
+    redis = connect(
+        settings.redis_url,
+        cluster=settings.redis_cluster,
+        socket_timeout_s=settings.consumer_block_ms / 1000 + 5,
+    )
     sync_redis = connect_sync(settings.redis_url, cluster=settings.redis_cluster)
     jobs_redis = connect_sync(settings.jobs_redis())
     enqueuer = WebhookEnqueuer(sync_redis, settings, jobs_redis=jobs_redis)
     consumer = StreamConsumer(
-        redis, CHANNEL, f"{health.instance_name()}:{os.getpid()}", enqueuer.handle,
-        block_ms=settings.consumer_block_ms, claim_idle_ms=settings.consumer_claim_idle_ms,
+        redis,
+        CHANNEL,
+        f"{health.instance_name()}:{os.getpid()}",
+        enqueuer.handle,
+        block_ms=settings.consumer_block_ms,
+        claim_idle_ms=settings.consumer_claim_idle_ms,
     )
     log.info("webhooks.started", workers=workers)
     try:
@@ -158,13 +165,19 @@ async def print_dead(tenant: str | None, limit: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="askgate-webhooks", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="askgate-webhooks",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--check", action="store_true", help="liveness probe: exit 0 if alive")
     sub = parser.add_subparsers(dest="role")
     sub.add_parser("run", help="consumer and RQ workers (the default)")
-    sub.add_parser("consumer", help="only the stream consumer that enqueues jobs, and the "
-                   "reaper that retries what dead workers abandoned")
+    sub.add_parser(
+        "consumer",
+        help="only the stream consumer that enqueues jobs, and the "
+        "reaper that retries what dead workers abandoned",
+    )
     sub.add_parser("worker", help="only one RQ worker (with the retry scheduler)")
     dead = sub.add_parser("dead", help="list dead letters as JSON lines, newest first")
     dead.add_argument("--tenant", default=None, help="only this tenant's")
@@ -175,8 +188,11 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(asyncio.run(print_dead(args.tenant, args.limit)))
         settings = load(WebhookSettings)
         if args.check:
-            raise SystemExit(asyncio.run(
-                health.check(settings.redis_url, SERVICE, cluster=settings.redis_cluster)))
+            raise SystemExit(
+                asyncio.run(
+                    health.check(settings.redis_url, SERVICE, cluster=settings.redis_cluster)
+                )
+            )
         check_redis(settings, jobs=True)
     except ConfigError as exc:
         print(f"askgate-webhooks: {exc.message}", file=sys.stderr)

@@ -10,9 +10,15 @@ from askgate.outbound import Outcome, post_sync, signed_headers
 USER_AGENT = "askgate-webhooks/0.1"
 
 
-def post(client: httpx.Client, url: str, secret: str, body: bytes,
-         extra_headers: dict[str, str] | None = None, *,
-         policy: netguard.Policy | None = None,
-         resolver: netguard.SyncResolver = netguard.system_resolver_sync) -> Outcome:
+def post(
+    client: httpx.Client,
+    url: str,
+    secret: str,
+    body: bytes,
+    extra_headers: dict[str, str] | None = None,
+    *,
+    policy: netguard.Policy | None = None,
+    resolver: netguard.SyncResolver = netguard.system_resolver_sync,
+) -> Outcome:
     headers = {**signed_headers(secret, body, USER_AGENT), **(extra_headers or {})}
     return post_sync(client, url, headers, body, policy or netguard.Policy(), resolver)

@@ -49,8 +49,9 @@ _stores: dict[str, SyncClient] = {}
 _resolver: netguard.SyncResolver = netguard.system_resolver_sync
 
 
-def configure(settings: WebhookSettings,
-              resolver: netguard.SyncResolver = netguard.system_resolver_sync) -> None:
+def configure(
+    settings: WebhookSettings, resolver: netguard.SyncResolver = netguard.system_resolver_sync
+) -> None:
     """The worker process sets its settings once; a bare `rq worker` loads them lazily."""
     global _settings, _resolver
     _settings = settings
@@ -117,8 +118,15 @@ def backoff_s(s: WebhookSettings, attempt: int, outcome: Outcome) -> float:
     return min(s.webhook_backoff_max_s, s.webhook_backoff_s * 2.0 ** (attempt - 1))
 
 
-def enqueue(redis: Redis, s: WebhookSettings, delivery: str, attempt: int,
-            delay_s: float = 0.0, *, fresh_id: bool = False) -> bool:
+def enqueue(
+    redis: Redis,
+    s: WebhookSettings,
+    delivery: str,
+    attempt: int,
+    delay_s: float = 0.0,
+    *,
+    fresh_id: bool = False,
+) -> bool:
     """Enqueue attempt n of a delivery (after delay_s) on RQ's Redis; False when that job
     already exists. fresh_id: under a new id, for when the job of that id is stuck (its
     worker died with it)."""
@@ -147,8 +155,9 @@ def deliver(delivery: str, attempt: int) -> str:
     job = get_current_job()
     assert job is not None, "deliver runs as an RQ job"
     s = settings()
-    return attempt_delivery(store_redis(s, job.connection), s, delivery, attempt,
-                            jobs_redis=job.connection)
+    return attempt_delivery(
+        store_redis(s, job.connection), s, delivery, attempt, jobs_redis=job.connection
+    )
 
 
 def body_of(rec: Record, late: int | None) -> tuple[bytes, str] | None:
@@ -163,9 +172,15 @@ def body_of(rec: Record, late: int | None) -> tuple[bytes, str] | None:
     return late_body(rec, late, answer), "question.late_answer"
 
 
-def attempt_delivery(redis: SyncClient, s: WebhookSettings, delivery: str, attempt: int,
-                     *, jobs_redis: Redis | None = None,
-                     resolver: netguard.SyncResolver | None = None) -> str:
+def attempt_delivery(
+    redis: SyncClient,
+    s: WebhookSettings,
+    delivery: str,
+    attempt: int,
+    *,
+    jobs_redis: Redis | None = None,
+    resolver: netguard.SyncResolver | None = None,
+) -> str:
     """Run attempt n of a delivery (a question id: its result; `<id>|late:<n>`: a late
     answer): `redis` holds the question, `jobs_redis` (default: the same) RQ's queue for
     the retry; `resolver` looks up the callback's host (the machine's)."""
@@ -194,19 +209,47 @@ def attempt_delivery(redis: SyncClient, s: WebhookSettings, delivery: str, attem
         outcome = Outcome(ok=False, retry=False, error="tenant not found")
     else:
         policy = s.outbound_policy().with_allowed(netguard.parse_cidrs(allow))
-        outcome = post(http_client(s), url, secret, body,
-                       {"X-Askgate-Attempt": str(attempt), "X-Askgate-Event": event},
-                       policy=policy, resolver=resolver or _resolver)
+        outcome = post(
+            http_client(s),
+            url,
+            secret,
+            body,
+            {"X-Askgate-Attempt": str(attempt), "X-Askgate-Event": event},
+            policy=policy,
+            resolver=resolver or _resolver,
+        )
 
     field = fields(delivery)[2]
     prior: dict[str, Any] = orjson.loads(rec.f[field]) if rec.f.get(field) else {}
-    return conclude(redis, s, state, delivery, attempt, lease, prior, outcome,
-                    rec.f.get("tenant", ""), url, jobs_redis=jobs_redis)
+    return conclude(
+        redis,
+        s,
+        state,
+        delivery,
+        attempt,
+        lease,
+        prior,
+        outcome,
+        rec.f.get("tenant", ""),
+        url,
+        jobs_redis=jobs_redis,
+    )
 
 
-def conclude(redis: SyncClient, s: WebhookSettings, state: WebhookState, delivery: str,
-             attempt: int, lease: str, prior: dict[str, Any], outcome: Outcome, tenant: str,
-             url: str, *, jobs_redis: Redis | None = None) -> str:
+def conclude(
+    redis: SyncClient,
+    s: WebhookSettings,
+    state: WebhookState,
+    delivery: str,
+    attempt: int,
+    lease: str,
+    prior: dict[str, Any],
+    outcome: Outcome,
+    tenant: str,
+    url: str,
+    *,
+    jobs_redis: Redis | None = None,
+) -> str:
     """Record attempt n's outcome, if it still holds `lease`, then the next step: done,
     a dead letter, or attempt n+1 after the backoff (on `jobs_redis`, default `redis`).
     Returns the verdict."""
@@ -249,13 +292,12 @@ def conclude(redis: SyncClient, s: WebhookSettings, state: WebhookState, deliver
         bound.warning("webhook.record_lost", outcome=verdict)
         return "lost"
     if verdict == "retry":
-        enqueue(jobs_redis if jobs_redis is not None else redis, s, delivery, attempt + 1,
-                delay)
-        bound.info("webhook.retry", status_code=outcome.status_code, error=outcome.error,
-                   delay_s=delay)
+        enqueue(jobs_redis if jobs_redis is not None else redis, s, delivery, attempt + 1, delay)
+        bound.info(
+            "webhook.retry", status_code=outcome.status_code, error=outcome.error, delay_s=delay
+        )
     elif verdict == "delivered":
         bound.info("webhook.delivered", status_code=outcome.status_code)
     else:
-        bound.warning("webhook.dead_letter", status_code=outcome.status_code,
-                      error=outcome.error)
+        bound.warning("webhook.dead_letter", status_code=outcome.status_code, error=outcome.error)
     return verdict

@@ -40,9 +40,13 @@ INTERRUPTED = "interrupted"
 REAP_EVERY_S = 1.0
 
 
-
-def reap_once(redis: SyncClient, s: WebhookSettings, now: int | None = None, *,
-              jobs_redis: Redis | None = None) -> dict[str, int]:
+def reap_once(
+    redis: SyncClient,
+    s: WebhookSettings,
+    now: int | None = None,
+    *,
+    jobs_redis: Redis | None = None,
+) -> dict[str, int]:
     """Take up every overdue delivery of every shard once; counts by what was done.
     `redis` holds the questions, `jobs_redis` (default: the same) RQ's queue."""
     now = now_ms() if now is None else now
@@ -56,8 +60,14 @@ def reap_once(redis: SyncClient, s: WebhookSettings, now: int | None = None, *,
     return done
 
 
-def reap(redis: SyncClient, s: WebhookSettings, state: WebhookState, delivery: str,
-         now: int, jobs_redis: Redis) -> str:
+def reap(
+    redis: SyncClient,
+    s: WebhookSettings,
+    state: WebhookState,
+    delivery: str,
+    now: int,
+    jobs_redis: Redis,
+) -> str:
     """One overdue delivery (a question's result, or one of its late answers)."""
     question_id, _ = parse_delivery(delivery)
     cur = state.read(delivery)
@@ -68,8 +78,7 @@ def reap(redis: SyncClient, s: WebhookSettings, state: WebhookState, delivery: s
     if cur.lease:
         if cur.lease_deadline_ms > now:
             return "running"
-        return _interrupted(redis, s, state, delivery, cur.claimed, cur.lease, cur.doc,
-                            jobs_redis)
+        return _interrupted(redis, s, state, delivery, cur.claimed, cur.lease, cur.doc, jobs_redis)
     next_attempt = cur.claimed + 1
     if state.reschedule(delivery, cur.claimed, now + jobs.lease_ms(s)) != "ok":
         return "raced"  # an attempt was claimed meanwhile: it is running after all
@@ -79,8 +88,16 @@ def reap(redis: SyncClient, s: WebhookSettings, state: WebhookState, delivery: s
     return "reenqueued"
 
 
-def _interrupted(redis: SyncClient, s: WebhookSettings, state: WebhookState, delivery: str,
-                 attempt: int, lease: str, prior: dict[str, object], jobs_redis: Redis) -> str:
+def _interrupted(
+    redis: SyncClient,
+    s: WebhookSettings,
+    state: WebhookState,
+    delivery: str,
+    attempt: int,
+    lease: str,
+    prior: dict[str, object],
+    jobs_redis: Redis,
+) -> str:
     question_id, _ = parse_delivery(delivery)
     pipe = redis.pipeline(transaction=False)
     pipe.hgetall(keys.question(question_id))
@@ -92,8 +109,19 @@ def _interrupted(redis: SyncClient, s: WebhookSettings, state: WebhookState, del
     log.warning("webhook.interrupted", question_id=question_id, attempt=attempt)
     # Retried at once: the receiver did nothing wrong, and a queued job needs no scheduler.
     outcome = Outcome(ok=False, retry=True, error=INTERRUPTED, retry_after_s=0.0)
-    verdict = jobs.conclude(redis, s, state, delivery, attempt, lease, dict(prior),
-                            outcome, tenant, url, jobs_redis=jobs_redis)
+    verdict = jobs.conclude(
+        redis,
+        s,
+        state,
+        delivery,
+        attempt,
+        lease,
+        dict(prior),
+        outcome,
+        tenant,
+        url,
+        jobs_redis=jobs_redis,
+    )
     return "dead" if verdict == "failed" else "interrupted"
 
 
@@ -113,13 +141,13 @@ def _ensure_job(redis: Redis, s: WebhookSettings, delivery: str, attempt: int) -
     return jobs.enqueue(redis, s, delivery, attempt, fresh_id=True)
 
 
-async def reap_forever(redis: SyncClient, s: WebhookSettings, stop: asyncio.Event, *,
-                       jobs_redis: Redis | None = None) -> None:
+async def reap_forever(
+    redis: SyncClient, s: WebhookSettings, stop: asyncio.Event, *, jobs_redis: Redis | None = None
+) -> None:
     """reap_once every REAP_EVERY_S until stop (in a thread: RQ and the client are sync)."""
     while not stop.is_set():
         try:
-            done = await asyncio.to_thread(
-                lambda: reap_once(redis, s, jobs_redis=jobs_redis))
+            done = await asyncio.to_thread(lambda: reap_once(redis, s, jobs_redis=jobs_redis))
             if set(done) - {"running", "waiting"}:
                 log.info("webhook.reaped", **done)
         except Exception as exc:  # Redis away: the next round tries again

@@ -39,16 +39,18 @@ def late_body(rec: Record, n: int, late: dict[str, Any]) -> bytes:
     "created_at", "resolved_at"}`: an answer that came after the question ended without
     one. `result` is still the question's (no_answer): the late answer never replaces it."""
     f = rec.f
-    return orjson.dumps({
-        "event": "question.late_answer",
-        "question_id": rec.id,
-        "status": f["status"],
-        "reason": f.get("reason") or None,
-        "result": rec.result,
-        "late_answer": late,
-        "n": n,
-        "session": f.get("session"),
-        "run_id": f.get("run") or None,
-        "created_at": iso(f.get("created")),
-        "resolved_at": iso(f.get("resolved")),
-    })
+    return orjson.dumps(
+        {
+            "event": "question.late_answer",
+            "question_id": rec.id,
+            "status": f["status"],
+            "reason": f.get("reason") or None,
+            "result": rec.result,
+            "late_answer": late,
+            "n": n,
+            "session": f.get("session"),
+            "run_id": f.get("run") or None,
+            "created_at": iso(f.get("created")),
+            "resolved_at": iso(f.get("resolved")),
+        }
+    )

@@ -127,9 +127,18 @@ class WebhookState:
         shard = keys.shard_of(question_id)
         reply = self._write(
             keys=[keys.question(question_id), keys.webhook_dead(shard), keys.webhook_due(shard)],
-            args=[expect[0], expect[1], counter, lease,
-                  orjson.dumps(doc).decode() if doc else "", due, delivery,
-                  self.dead_maxlen, *fields(delivery), *flat],
+            args=[
+                expect[0],
+                expect[1],
+                counter,
+                lease,
+                orjson.dumps(doc).decode() if doc else "",
+                due,
+                delivery,
+                self.dead_maxlen,
+                *fields(delivery),
+                *flat,
+            ],
         )
         return reply.decode() if isinstance(reply, bytes) else str(reply)
 
@@ -140,14 +149,29 @@ class WebhookState:
     def claim(self, delivery: str, attempt: int, lease: str, due_ms: int) -> bool:
         """Attempt n may run only once, only after attempt n-1 was recorded, and holds
         `lease` until its outcome is."""
-        return self.write(delivery, (str(attempt - 1), ""), str(attempt), lease,
-                          due=str(due_ms)) == "ok"
+        return (
+            self.write(delivery, (str(attempt - 1), ""), str(attempt), lease, due=str(due_ms))
+            == "ok"
+        )
 
-    def record(self, delivery: str, attempt: int, lease: str, doc: dict[str, Any],
-               due_ms: int | None, dead: dict[str, str] | None = None) -> str:
+    def record(
+        self,
+        delivery: str,
+        attempt: int,
+        lease: str,
+        doc: dict[str, Any],
+        due_ms: int | None,
+        dead: dict[str, str] | None = None,
+    ) -> str:
         """Attempt n's outcome, if it still holds its lease; due_ms None: finished."""
-        return self.write(delivery, (str(attempt), lease), str(attempt), doc=doc,
-                          due="-" if due_ms is None else str(due_ms), dead=dead)
+        return self.write(
+            delivery,
+            (str(attempt), lease),
+            str(attempt),
+            doc=doc,
+            due="-" if due_ms is None else str(due_ms),
+            dead=dead,
+        )
 
     def reschedule(self, delivery: str, claimed: int, due_ms: int) -> str:
         """Push the reaper's next look at a delivery whose next attempt was re-enqueued."""
@@ -158,8 +182,11 @@ class WebhookState:
         n, lease, doc = self.redis.hmget(keys.question(question_id), list(fields(delivery)))
         if doc is None:
             return None
-        return Current(int(n) if n is not None else -1,
-                       lease.decode() if lease is not None else "", orjson.loads(doc))
+        return Current(
+            int(n) if n is not None else -1,
+            lease.decode() if lease is not None else "",
+            orjson.loads(doc),
+        )
 
     def overdue(self, shard: int, now_ms: int, limit: int = 100) -> list[str]:
         ids = self.redis.zrangebyscore(keys.webhook_due(shard), "-inf", now_ms, 0, limit)

@@ -31,8 +31,9 @@ class WebhookEnqueuer:
     of one enqueue run in a thread with their own (sync) clients: `sync_redis` for the
     question, `jobs_redis` for RQ's queue (the same Redis unless clustered)."""
 
-    def __init__(self, sync_redis: Redis, settings: WebhookSettings,
-                 jobs_redis: Redis | None = None) -> None:
+    def __init__(
+        self, sync_redis: Redis, settings: WebhookSettings, jobs_redis: Redis | None = None
+    ) -> None:
         self.redis = sync_redis
         self.jobs_redis = jobs_redis if jobs_redis is not None else sync_redis
         self.settings = settings
@@ -54,7 +55,9 @@ class WebhookEnqueuer:
         if b"webhook" not in channels.split(b","):
             return  # the question is gone (past its retention) or has no callback_url
         doc: dict[str, Any] = {
-            "status": "pending", "attempts": [], "next_attempt_at": iso(now_ms())
+            "status": "pending",
+            "attempts": [],
+            "next_attempt_at": iso(now_ms()),
         }
         began = self.state.begin(delivery, doc, now_ms() + jobs.lease_ms(self.settings))
         counter = self.redis.hget(qkey, fields(delivery)[0])

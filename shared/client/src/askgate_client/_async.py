@@ -61,7 +61,9 @@ class AsyncAskgate:
         return self
 
     async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
@@ -100,9 +102,18 @@ class AsyncAskgate:
         `SessionBusyError`, another `ApiError`, or `ApiUnavailable`.
         """
         question = await self.start(
-            questions, timeout_s=timeout_s, session=session, targets=targets, run_id=run_id,
-            agent_id=agent_id, tool_call_id=tool_call_id, locale=locale,
-            callback_url=callback_url, remind=remind, escalate=escalate, primary=primary,
+            questions,
+            timeout_s=timeout_s,
+            session=session,
+            targets=targets,
+            run_id=run_id,
+            agent_id=agent_id,
+            tool_call_id=tool_call_id,
+            locale=locale,
+            callback_url=callback_url,
+            remind=remind,
+            escalate=escalate,
+            primary=primary,
         )
         try:
             return await self.wait(question.id)
@@ -137,12 +148,18 @@ class AsyncAskgate:
         if not session:
             raise ValueError("session is required: pass session= here or to the client")
         body = p.ask_body(
-            questions, session=session, timeout_s=timeout_s,
+            questions,
+            session=session,
+            timeout_s=timeout_s,
             tool_call_id=tool_call_id or p.new_tool_call_id(),
-            targets=targets if targets is not None else self.targets, run_id=run_id,
-            agent_id=agent_id, locale=locale or self.locale, callback_url=callback_url,
+            targets=targets if targets is not None else self.targets,
+            run_id=run_id,
+            agent_id=agent_id,
+            locale=locale or self.locale,
+            callback_url=callback_url,
             remind=remind if remind is not None else self.remind,
-            escalate=escalate if escalate is not None else self.escalate, primary=primary,
+            escalate=escalate if escalate is not None else self.escalate,
+            primary=primary,
         )
         question = Question.from_resource(await self._request("POST", "/v1/questions", json=body))
         log.debug("asked %s in session %s", question.id, session)
@@ -162,7 +179,9 @@ class AsyncAskgate:
             if deadline is not None:
                 window = max(0.0, min(window, deadline - time.monotonic()))
             body = await self._request(
-                "GET", f"/v1/questions/{question_id}/wait", params={"timeout_s": round(window, 3)},
+                "GET",
+                f"/v1/questions/{question_id}/wait",
+                params={"timeout_s": round(window, 3)},
                 read_timeout_s=window + p.READ_SLACK_S,
             )
             outcome = Question.from_resource(body).outcome()
@@ -188,7 +207,12 @@ class AsyncAskgate:
             log.info("could not cancel %s on the way out: %s", question_id, exc)
 
     async def _request(
-        self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None,
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: dict[str, Any] | None = None,
         read_timeout_s: float = 30.0,
     ) -> dict[str, Any]:
         retrier = p.Retrier(self.retry_for_s)
@@ -196,8 +220,12 @@ class AsyncAskgate:
             failure: httpx.Response | Exception
             try:
                 resp = await self._http.request(
-                    method, self.base_url + path, json=json, params=params,
-                    headers=self._headers, timeout=p.http_timeout(read_timeout_s),
+                    method,
+                    self.base_url + path,
+                    json=json,
+                    params=params,
+                    headers=self._headers,
+                    timeout=p.http_timeout(read_timeout_s),
                 )
             except httpx.TransportError as exc:
                 failure = exc
@@ -206,6 +234,11 @@ class AsyncAskgate:
                     return p.parse(resp)
                 failure = resp
             delay = retrier.delay_after(failure)
-            log.info("%s %s failed (%s); retrying in %.2f s", method, path,
-                     getattr(failure, "status_code", None) or type(failure).__name__, delay)
+            log.info(
+                "%s %s failed (%s); retrying in %.2f s",
+                method,
+                path,
+                getattr(failure, "status_code", None) or type(failure).__name__,
+                delay,
+            )
             await anyio.sleep(delay)

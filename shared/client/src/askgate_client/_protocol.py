@@ -131,7 +131,8 @@ class Retrier:
         elapsed = now - self.since
         if elapsed >= self.retry_for_s:
             what = (
-                f"HTTP {failure.status_code}" if isinstance(failure, httpx.Response)
+                f"HTTP {failure.status_code}"
+                if isinstance(failure, httpx.Response)
                 else f"{type(failure).__name__}: {failure}"
             )
             raise ApiUnavailable(
@@ -157,5 +158,8 @@ def pool_limits(max_connections: int | None) -> httpx.Limits:
     """A long-poll holds its connection for up to a minute, so one client holds as many
     connections as it has waits: none are capped unless the caller asks (httpx's default
     of 100 would quietly queue the 101st wait)."""
-    return httpx.Limits(max_connections=max_connections,
-                        max_keepalive_connections=max_connections, keepalive_expiry=5.0)
+    return httpx.Limits(
+        max_connections=max_connections,
+        max_keepalive_connections=max_connections,
+        keepalive_expiry=5.0,
+    )

@@ -51,7 +51,9 @@ class Askgate:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
         self.close()
@@ -78,9 +80,18 @@ class Askgate:
     ) -> AskResult:
         """Ask and block until the question is final; see `AsyncAskgate.ask`."""
         question = self.start(
-            questions, timeout_s=timeout_s, session=session, targets=targets, run_id=run_id,
-            agent_id=agent_id, tool_call_id=tool_call_id, locale=locale,
-            callback_url=callback_url, remind=remind, escalate=escalate, primary=primary,
+            questions,
+            timeout_s=timeout_s,
+            session=session,
+            targets=targets,
+            run_id=run_id,
+            agent_id=agent_id,
+            tool_call_id=tool_call_id,
+            locale=locale,
+            callback_url=callback_url,
+            remind=remind,
+            escalate=escalate,
+            primary=primary,
         )
         try:
             return self.wait(question.id)
@@ -109,12 +120,18 @@ class Askgate:
         if not session:
             raise ValueError("session is required: pass session= here or to the client")
         body = p.ask_body(
-            questions, session=session, timeout_s=timeout_s,
+            questions,
+            session=session,
+            timeout_s=timeout_s,
             tool_call_id=tool_call_id or p.new_tool_call_id(),
-            targets=targets if targets is not None else self.targets, run_id=run_id,
-            agent_id=agent_id, locale=locale or self.locale, callback_url=callback_url,
+            targets=targets if targets is not None else self.targets,
+            run_id=run_id,
+            agent_id=agent_id,
+            locale=locale or self.locale,
+            callback_url=callback_url,
             remind=remind if remind is not None else self.remind,
-            escalate=escalate if escalate is not None else self.escalate, primary=primary,
+            escalate=escalate if escalate is not None else self.escalate,
+            primary=primary,
         )
         question = Question.from_resource(self._request("POST", "/v1/questions", json=body))
         log.debug("asked %s in session %s", question.id, session)
@@ -134,7 +151,9 @@ class Askgate:
             if deadline is not None:
                 window = max(0.0, min(window, deadline - time.monotonic()))
             body = self._request(
-                "GET", f"/v1/questions/{question_id}/wait", params={"timeout_s": round(window, 3)},
+                "GET",
+                f"/v1/questions/{question_id}/wait",
+                params={"timeout_s": round(window, 3)},
                 read_timeout_s=window + p.READ_SLACK_S,
             )
             outcome = Question.from_resource(body).outcome()
@@ -162,7 +181,12 @@ class Askgate:
             self.retry_for_s = saved
 
     def _request(
-        self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None,
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: dict[str, Any] | None = None,
         read_timeout_s: float = 30.0,
     ) -> dict[str, Any]:
         retrier = p.Retrier(self.retry_for_s)
@@ -170,8 +194,12 @@ class Askgate:
             failure: httpx.Response | Exception
             try:
                 resp = self._http.request(
-                    method, self.base_url + path, json=json, params=params,
-                    headers=self._headers, timeout=p.http_timeout(read_timeout_s),
+                    method,
+                    self.base_url + path,
+                    json=json,
+                    params=params,
+                    headers=self._headers,
+                    timeout=p.http_timeout(read_timeout_s),
                 )
             except httpx.TransportError as exc:
                 failure = exc
@@ -180,6 +208,11 @@ class Askgate:
                     return p.parse(resp)
                 failure = resp
             delay = retrier.delay_after(failure)
-            log.info("%s %s failed (%s); retrying in %.2f s", method, path,
-                     getattr(failure, "status_code", None) or type(failure).__name__, delay)
+            log.info(
+                "%s %s failed (%s); retrying in %.2f s",
+                method,
+                path,
+                getattr(failure, "status_code", None) or type(failure).__name__,
+                delay,
+            )
             time.sleep(delay)

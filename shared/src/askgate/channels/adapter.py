@@ -57,13 +57,13 @@ class ChannelAdapter(Protocol):
         """Show the question at the target."""
         ...
 
-    async def finalise(self, rec: Record, index: int, target: Target,
-                       ref: dict[str, Any]) -> None:
+    async def finalise(self, rec: Record, index: int, target: Target, ref: dict[str, Any]) -> None:
         """Turn the shown prompt into its summary (`rec` is final); idempotent."""
         ...
 
-    async def send_reminder(self, rec: Record, index: int, target: Target,
-                            ref: dict[str, Any], text: str, n: int) -> SentPrompt | None:
+    async def send_reminder(
+        self, rec: Record, index: int, target: Target, ref: dict[str, Any], text: str, n: int
+    ) -> SentPrompt | None:
         """Send reminder `n`, `text` (a short reminder in the ask's locale), at the
         target, replying to or linking the prompt whose ledger ref is `ref`. Returns the
         message (its id and where it is) when the platform gives one, so it can be tidied
@@ -77,8 +77,7 @@ class MessageFinaliser(Protocol):
     the prompt becomes the summary too, a helper message goes. Optional: without it the
     kit only forgets them."""
 
-    async def finalise_message(self, rec: Record, target: Target,
-                               extra: ExtraMessage) -> None:
+    async def finalise_message(self, rec: Record, target: Target, extra: ExtraMessage) -> None:
         """`rec` is final; idempotent (a message already gone is not an error)."""
         ...
 

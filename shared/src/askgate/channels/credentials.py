@@ -50,8 +50,7 @@ class TenantConfigs(Generic[C]):
         try:
             return self.build(tenant, dict(conf), self._by_tenant.get(tenant.id))
         except ValueError as exc:
-            log.error("channel.bad_config", channel=self.channel, tenant=tenant.id,
-                      error=str(exc))
+            log.error("channel.bad_config", channel=self.channel, tenant=tenant.id, error=str(exc))
             return None
 
     async def refresh(self) -> dict[str, C]:

@@ -46,23 +46,32 @@ class PromptIndex:
         self.channel = channel
         self.keep_s = keep_s
 
-    async def remember(self, tenant: str, destination: str, question_id: str, index: int,
-                       message: str | None = None, kind: str = "prompt") -> None:
+    async def remember(
+        self,
+        tenant: str,
+        destination: str,
+        question_id: str,
+        index: int,
+        message: str | None = None,
+        kind: str = "prompt",
+    ) -> None:
         """A message of ours at `destination` (or, without `message`, a prompt shown
         there whose message id is not known). Any kind but "prompt" is also an extra
         message of the question, handed to the adapter when the question ends."""
         async with self.redis.pipeline(transaction=False) as pipe:
             if message is not None:
-                pipe.set(keys.prompt_ref(self.channel, tenant, destination, message),
-                         f"{question_id} {index} {kind}", ex=self.keep_s)
+                pipe.set(
+                    keys.prompt_ref(self.channel, tenant, destination, message),
+                    f"{question_id} {index} {kind}",
+                    ex=self.keep_s,
+                )
             if kind == "prompt":
                 dest = keys.destination_prompts(self.channel, tenant, destination)
                 pipe.zadd(dest, {question_id: now_ms()})
                 pipe.expire(dest, self.keep_s)
             elif message is not None:
                 extras = keys.prompt_extras(self.channel, question_id)
-                pipe.sadd(extras, _extra_member(ExtraMessage(index, kind, destination,
-                                                             message)))
+                pipe.sadd(extras, _extra_member(ExtraMessage(index, kind, destination, message)))
                 pipe.expire(extras, self.keep_s)
             await pipe.execute()
 
@@ -79,8 +88,9 @@ class PromptIndex:
         return [q.decode() for q in await self.redis.zrevrange(dest, 0, limit - 1)]
 
     async def forget(self, tenant: str, destination: str, question_id: str) -> None:
-        await self.redis.zrem(keys.destination_prompts(self.channel, tenant, destination),
-                              question_id)
+        await self.redis.zrem(
+            keys.destination_prompts(self.channel, tenant, destination), question_id
+        )
 
     async def extras(self, question_id: str) -> list[ExtraMessage]:
         """The question's extra messages not yet finalised, oldest message first."""
@@ -90,8 +100,11 @@ class PromptIndex:
 
     async def take(self, question_id: str, extra: ExtraMessage) -> bool:
         """Claim an extra message for finalisation: True for exactly one caller."""
-        return bool(await self.redis.srem(keys.prompt_extras(self.channel, question_id),
-                                          _extra_member(extra)))
+        return bool(
+            await self.redis.srem(
+                keys.prompt_extras(self.channel, question_id), _extra_member(extra)
+            )
+        )
 
     async def put_back(self, question_id: str, extra: ExtraMessage) -> None:
         """A claimed extra message that could not be finalised now: for a later round."""
@@ -133,16 +146,16 @@ class Selections:
         self.redis = redis
         self.keep_s = keep_s
 
-    async def toggle(self, question_id: str, index: int, option: int, part: int = 0
-                     ) -> set[int]:
+    async def toggle(self, question_id: str, index: int, option: int, part: int = 0) -> set[int]:
         key = keys.selection(question_id, index, part)
         if not await self.redis.srem(key, option):
             await self.redis.sadd(key, option)
         await self.redis.expire(key, self.keep_s)
         return await self.get(question_id, index, part)
 
-    async def put(self, question_id: str, index: int, options: Collection[int],
-                  part: int = 0) -> None:
+    async def put(
+        self, question_id: str, index: int, options: Collection[int], part: int = 0
+    ) -> None:
         """The whole selection at once (a platform's native select reports all of it)."""
         key = keys.selection(question_id, index, part)
         async with self.redis.pipeline(transaction=True) as pipe:
@@ -153,8 +166,7 @@ class Selections:
             await pipe.execute()
 
     async def get(self, question_id: str, index: int, part: int = 0) -> set[int]:
-        return {int(x) for x in await self.redis.smembers(
-            keys.selection(question_id, index, part))}
+        return {int(x) for x in await self.redis.smembers(keys.selection(question_id, index, part))}
 
     async def all(self, question_id: str, index: int) -> dict[int, set[int]]:
         """Every question's picks on the prompt (questions without any are left out)."""
@@ -166,23 +178,38 @@ class Selections:
 
     async def clear(self, question_id: str, indexes: Collection[int]) -> None:
         if indexes:
-            await self.redis.delete(*(keys.selection(question_id, i, part)
-                                      for i in indexes for part in range(MAX_QUESTIONS)))
+            await self.redis.delete(
+                *(
+                    keys.selection(question_id, i, part)
+                    for i in indexes
+                    for part in range(MAX_QUESTIONS)
+                )
+            )
 
 
-def may_answer(user_id: str, *, target_allowed: Collection[str] | None,
-               tenant_allowed: Collection[str], private: bool, roles: Collection[str] = (),
-               target_roles: Collection[str] | None = None,
-               tenant_roles: Collection[str] = ()) -> bool:
+def may_answer(
+    user_id: str,
+    *,
+    target_allowed: Collection[str] | None,
+    tenant_allowed: Collection[str],
+    private: bool,
+    roles: Collection[str] = (),
+    target_roles: Collection[str] | None = None,
+    tenant_roles: Collection[str] = (),
+) -> bool:
     """The target's own allow-list when it has one; else anyone in a private chat (the
     chat is the person) and the tenant's allow-list in a shared room. On platforms with
     roles (Discord), a role the person holds that is on the list counts like their id."""
     held = {str(r) for r in roles}
     if target_allowed is not None or target_roles is not None:
-        return (user_id in {str(x) for x in target_allowed or ()}
-                or bool(held & {str(r) for r in target_roles or ()}))
-    return (private or user_id in {str(x) for x in tenant_allowed}
-            or bool(held & {str(r) for r in tenant_roles}))
+        return user_id in {str(x) for x in target_allowed or ()} or bool(
+            held & {str(r) for r in target_roles or ()}
+        )
+    return (
+        private
+        or user_id in {str(x) for x in tenant_allowed}
+        or bool(held & {str(r) for r in tenant_roles})
+    )
 
 
 # late: the question had ended without an answer; this one was kept as its late answer
@@ -218,34 +245,41 @@ class Answering:
     def __init__(self, store: Store) -> None:
         self.store = store
 
-    async def answer(self, rec: Record, answers: Mapping[str, list[str]],
-                     responder: Responder, target: int | None = None) -> Outcome:
+    async def answer(
+        self,
+        rec: Record,
+        answers: Mapping[str, list[str]],
+        responder: Responder,
+        target: int | None = None,
+    ) -> Outcome:
         try:
-            done = await self.store.answer(rec.tenant, rec.id, answers, responder,
-                                           target=target)
+            done = await self.store.answer(rec.tenant, rec.id, answers, responder, target=target)
         except AlreadyFinal as exc:
             return _final(exc, rec)
         except IncompleteAnswer as exc:
             # The API's message names the answers field; a person is told the questions.
-            named = " / ".join(f"{q.header}: {q.question}" for q in rec.questions
-                               if q.id in exc.missing)
-            return Outcome("incomplete", t(rec.locale, "missing", questions=named), rec,
-                           tuple(exc.missing))
+            named = " / ".join(
+                f"{q.header}: {q.question}" for q in rec.questions if q.id in exc.missing
+            )
+            return Outcome(
+                "incomplete", t(rec.locale, "missing", questions=named), rec, tuple(exc.missing)
+            )
         except ValidationFailed as exc:
             return Outcome("invalid", exc.message, rec)
         return Outcome("answered", t(rec.locale, "submitted"), done)
 
-    async def skip(self, rec: Record, responder: Responder,
-                   target: int | None = None) -> Outcome:
+    async def skip(self, rec: Record, responder: Responder, target: int | None = None) -> Outcome:
         try:
-            done = await self.store.end(rec.tenant, rec.id, Reason.SKIPPED, responder,
-                                        target=target)
+            done = await self.store.end(
+                rec.tenant, rec.id, Reason.SKIPPED, responder, target=target
+            )
         except AlreadyFinal as exc:
             return Outcome("ended", exc.message, rec)
         return Outcome("skipped", t(rec.locale, "summary_skipped"), done)
 
-    async def reply(self, rec: Record, text: str, responder: Responder,
-                    target: int | None = None) -> Outcome:
+    async def reply(
+        self, rec: Record, text: str, responder: Responder, target: int | None = None
+    ) -> Outcome:
         """A plain-text message read by the shared parser; a partial one gets the
         correction that names what is missing."""
         try:
@@ -255,8 +289,9 @@ class Answering:
         except ValidationFailed as exc:
             return Outcome("invalid", exc.message, rec)
         if parsed.kind == "incomplete":
-            return Outcome("incomplete", parsed.message or t(rec.locale, "ended"), rec,
-                           tuple(parsed.missing))
+            return Outcome(
+                "incomplete", parsed.message or t(rec.locale, "ended"), rec, tuple(parsed.missing)
+            )
         if parsed.kind == "skip":
             return Outcome("skipped", t(rec.locale, "summary_skipped"), done)
         return Outcome("answered", t(rec.locale, "submitted"), done)
@@ -264,8 +299,7 @@ class Answering:
     @staticmethod
     def ended(rec: Record) -> Outcome:
         """The question had already ended when the input arrived."""
-        return Outcome("ended", ended_message(rec.status, rec.reason, rec.locale),
-                       rec)
+        return Outcome("ended", ended_message(rec.status, rec.reason, rec.locale), rec)
 
     @staticmethod
     def refused(rec: Record) -> Outcome:

@@ -55,12 +55,15 @@ class ChannelSettings(Settings):
     channel_refresh_s: float = Field(30.0, gt=0)
 
     def delivery_policy(self) -> DeliveryPolicy:
-        return DeliveryPolicy(lease_ms=self.delivery_lease_ms,
-                              max_claims=self.delivery_max_claims,
-                              max_wait_s=self.delivery_max_wait_s,
-                              concurrency=self.delivery_concurrency,
-                              retry_delays_s=tuple(min(10.0, self.delivery_backoff_s * 3**n)
-                                                   for n in range(self.delivery_retries)))
+        return DeliveryPolicy(
+            lease_ms=self.delivery_lease_ms,
+            max_claims=self.delivery_max_claims,
+            max_wait_s=self.delivery_max_wait_s,
+            concurrency=self.delivery_concurrency,
+            retry_delays_s=tuple(
+                min(10.0, self.delivery_backoff_s * 3**n) for n in range(self.delivery_retries)
+            ),
+        )
 
 
 def consumer_name() -> str:
@@ -75,8 +78,10 @@ class ChannelService:
         self._own_redis = redis is None
         # Blocking stream reads hold a connection for consumer_block_ms: allow for it.
         self.redis = redis or connect(
-            settings.redis_url, cluster=settings.redis_cluster,
-            socket_timeout_s=settings.consumer_block_ms / 1000 + 10)
+            settings.redis_url,
+            cluster=settings.redis_cluster,
+            socket_timeout_s=settings.consumer_block_ms / 1000 + 10,
+        )
         self.store = Store(self.redis, settings)
         self.stop = asyncio.Event()
         self.worker: ChannelWorker | None = None
@@ -88,11 +93,20 @@ class ChannelService:
     def use(self, adapter: ChannelAdapter) -> ChannelWorker:
         """Deliver and finalise this channel's prompts with `adapter`."""
         s = self.settings
-        self.worker = ChannelWorker(adapter, self.store, owner=consumer_name(),
-                                    policy=s.delivery_policy(), keep_s=s.result_ttl_s)
+        self.worker = ChannelWorker(
+            adapter,
+            self.store,
+            owner=consumer_name(),
+            policy=s.delivery_policy(),
+            keep_s=s.result_ttl_s,
+        )
         self.consumer = StreamConsumer(
-            self.redis, adapter.channel, consumer_name(), self.worker.handle,
-            block_ms=s.consumer_block_ms, claim_idle_ms=s.consumer_claim_idle_ms,
+            self.redis,
+            adapter.channel,
+            consumer_name(),
+            self.worker.handle,
+            block_ms=s.consumer_block_ms,
+            claim_idle_ms=s.consumer_claim_idle_ms,
             claim_every_s=s.consumer_claim_every_s,
         )
         return self.worker
@@ -119,8 +133,13 @@ class ChannelService:
             await beat(self.redis, self.name, channel)
         except (RedisError, OSError) as exc:  # the beat loop keeps trying
             log.warning("channel.first_beat_failed", service=self.name, error=str(exc))
-        self._tasks = [asyncio.create_task(beat_forever(
-            self.redis, self.name, self.stop, channel=channel, problem=self.problem))]
+        self._tasks = [
+            asyncio.create_task(
+                beat_forever(
+                    self.redis, self.name, self.stop, channel=channel, problem=self.problem
+                )
+            )
+        ]
         if self.consumer is not None:
             self._tasks.append(asyncio.create_task(self.consumer.run(self.stop)))
         self._tasks += [asyncio.create_task(task(self.stop)) for task in self._spawn]

@@ -98,8 +98,15 @@ class Later(Exception):
 
 
 class ChannelWorker:
-    def __init__(self, adapter: ChannelAdapter, store: Store, *, owner: str,
-                 policy: DeliveryPolicy | None = None, keep_s: int = 86_400) -> None:
+    def __init__(
+        self,
+        adapter: ChannelAdapter,
+        store: Store,
+        *,
+        owner: str,
+        policy: DeliveryPolicy | None = None,
+        keep_s: int = 86_400,
+    ) -> None:
         if adapter.stale_policy == StalePolicy.LOOK_UP and not isinstance(adapter, FindsPrompts):
             raise TypeError(f"{adapter.channel}: StalePolicy.LOOK_UP needs find_prompt()")
         self.adapter = adapter
@@ -142,7 +149,8 @@ class ChannelWorker:
             return  # gone, or ended before it could be shown: nothing to show
         targets = rec.targets_of(self.channel, step)
         outcomes = await asyncio.gather(
-            *(self._deliver(rec, i, tg) for i, tg in targets), return_exceptions=True)
+            *(self._deliver(rec, i, tg) for i, tg in targets), return_exceptions=True
+        )
         # The question may have ended while we were sending: its resolved event found
         # no prompt of ours yet, so make sure ours show the summary.
         rec = await self.store.load(question_id)
@@ -158,14 +166,18 @@ class ChannelWorker:
     async def _deliver(self, rec: Record, index: int, target: Target) -> None:
         """Show one target's prompt, or settle it as failed. Raises Later to leave it."""
         p = self.policy
-        bound = log.bind(question_id=rec.id, tenant=rec.tenant, channel=self.channel,
-                         target=index)
+        bound = log.bind(question_id=rec.id, tenant=rec.tenant, channel=self.channel, target=index)
         destination = self.adapter.destination(rec, target)
         tries = throttles = 0
         while True:
             await self._turn(destination)
-            claim = await self.ledger.claim(rec, index, owner=self.owner, lease_ms=p.lease_ms,
-                                            on_stale=self.adapter.stale_policy)
+            claim = await self.ledger.claim(
+                rec,
+                index,
+                owner=self.owner,
+                lease_ms=p.lease_ms,
+                on_stale=self.adapter.stale_policy,
+            )
             if claim.outcome == "busy":
                 bound.info("prompt.claimed_elsewhere", lease_left_ms=claim.wait_ms)
                 raise Later()
@@ -180,8 +192,14 @@ class ChannelWorker:
                     sent = await self._show(rec, index, target, claim.attempt)
             except ThrottledError as exc:
                 self.gate.block(destination, exc.retry_after_s or 0.0)
-                await self.ledger.release(rec, index, owner=self.owner, error=exc.message,
-                                          max_claims=p.max_claims, counted=False)
+                await self.ledger.release(
+                    rec,
+                    index,
+                    owner=self.owner,
+                    error=exc.message,
+                    max_claims=p.max_claims,
+                    counted=False,
+                )
                 throttles += 1
                 bound.info("prompt.throttled", retry_after_s=exc.retry_after_s)
                 if throttles >= MAX_THROTTLES:
@@ -189,24 +207,31 @@ class ChannelWorker:
                 continue
             except PermanentError as exc:
                 done = await self.ledger.fail(rec, index, error=exc.message, owner=self.owner)
-                bound.warning("prompt.failed", error=exc.message,
-                              question_ended=done.question_ended)
+                bound.warning(
+                    "prompt.failed", error=exc.message, question_ended=done.question_ended
+                )
                 return
             except TransientError as exc:
                 if exc.maybe_sent and self.adapter.stale_policy == StalePolicy.ASSUME_SHOWN:
                     # No idempotency key on this platform: a resend could show it twice.
-                    await self.ledger.confirm(rec, index, owner=self.owner,
-                                              ref={"unconfirmed": True})
+                    await self.ledger.confirm(
+                        rec, index, owner=self.owner, ref={"unconfirmed": True}
+                    )
                     await self.prompts.remember(rec.tenant, destination, rec.id, index)
                     bound.warning("prompt.in_doubt", error=exc.message)
                     return
                 if exc.retry_after_s:
                     self.gate.block(destination, exc.retry_after_s or 0.0)
-                settled = await self.ledger.release(rec, index, owner=self.owner,
-                                                    error=exc.message, max_claims=p.max_claims)
+                settled = await self.ledger.release(
+                    rec, index, owner=self.owner, error=exc.message, max_claims=p.max_claims
+                )
                 if settled.state == DeliveryState.FAILED:
-                    bound.warning("prompt.failed", error=exc.message, tries=claim.attempt,
-                                  question_ended=settled.question_ended)
+                    bound.warning(
+                        "prompt.failed",
+                        error=exc.message,
+                        tries=claim.attempt,
+                        question_ended=settled.question_ended,
+                    )
                     return
                 bound.info("prompt.retry", error=exc.message, tries=claim.attempt)
                 if tries >= len(p.retry_delays_s):
@@ -217,28 +242,37 @@ class ChannelWorker:
             except Exception:
                 # A bug or an unexpected error: hand the claim back (counted), log it
                 # through the consumer, and retry with the entry.
-                await self.ledger.release(rec, index, owner=self.owner, error="internal error",
-                                          max_claims=p.max_claims)
+                await self.ledger.release(
+                    rec, index, owner=self.owner, error="internal error", max_claims=p.max_claims
+                )
                 raise
             settled = await self.ledger.confirm(rec, index, owner=self.owner, ref=sent.ref)
             if not settled.ok:
                 bound.warning("prompt.claim_lost", state=settled.state)
-            await self.prompts.remember(rec.tenant, sent.destination or destination, rec.id,
-                                        index, sent.message)
+            await self.prompts.remember(
+                rec.tenant, sent.destination or destination, rec.id, index, sent.message
+            )
             bound.info("prompt.sent", attempt=claim.attempt)
             return
 
-    async def _show(self, rec: Record, index: int, target: Target, attempt: int
-                    ) -> SentPrompt:
+    async def _show(self, rec: Record, index: int, target: Target, attempt: int) -> SentPrompt:
         """Send the prompt; where the platform can be asked, a try after the first (an
         earlier one may have reached it before a crash or a lost answer) looks first."""
         adapter = self.adapter
-        if attempt > 1 and isinstance(adapter, FindsPrompts) \
-                and adapter.stale_policy == StalePolicy.LOOK_UP:
+        if (
+            attempt > 1
+            and isinstance(adapter, FindsPrompts)
+            and adapter.stale_policy == StalePolicy.LOOK_UP
+        ):
             found = await adapter.find_prompt(rec, index, target)
             if found is not None:
-                log.info("prompt.found", question_id=rec.id, channel=self.channel,
-                         target=index, attempt=attempt)
+                log.info(
+                    "prompt.found",
+                    question_id=rec.id,
+                    channel=self.channel,
+                    target=index,
+                    attempt=attempt,
+                )
                 return found
         return await adapter.send_prompt(rec, index, target)
 
@@ -252,7 +286,8 @@ class ChannelWorker:
     async def _finalise(self, rec: Record) -> None:
         targets = rec.targets_of(self.channel)
         outcomes = await asyncio.gather(
-            *(self._finalise_one(rec, i, tg) for i, tg in targets), return_exceptions=True)
+            *(self._finalise_one(rec, i, tg) for i, tg in targets), return_exceptions=True
+        )
         for _, tg in targets:
             await self.prompts.forget(rec.tenant, self.adapter.destination(rec, tg), rec.id)
         await self.selections.clear(rec.id, [i for i, _ in targets])
@@ -269,21 +304,36 @@ class ChannelWorker:
             return
         await self.finalise_prompt(rec, index, target, delivery.ref)
 
-    async def finalise_prompt(self, rec: Record, index: int, target: Target,
-                              ref: dict[str, Any]) -> None:
+    async def finalise_prompt(
+        self, rec: Record, index: int, target: Target, ref: dict[str, Any]
+    ) -> None:
         """Edit one shown prompt into its summary (also for inbound handlers that find
         an ended question's prompt); marked in the ledger once done."""
         outcome = await self._settle_call(
-            rec, index, self.adapter.destination(rec, target),
-            lambda: self.adapter.finalise(rec, index, target, ref))
+            rec,
+            index,
+            self.adapter.destination(rec, target),
+            lambda: self.adapter.finalise(rec, index, target, ref),
+        )
         if await self.ledger.mark_summary(rec, index, outcome):
-            log.info("prompt.finalised", question_id=rec.id, tenant=rec.tenant,
-                     channel=self.channel, target=index, status=rec.status.value,
-                     reason=rec.reason.value if rec.reason else None)
+            log.info(
+                "prompt.finalised",
+                question_id=rec.id,
+                tenant=rec.tenant,
+                channel=self.channel,
+                target=index,
+                status=rec.status.value,
+                reason=rec.reason.value if rec.reason else None,
+            )
 
-    async def _settle_call(self, rec: Record, index: int, destination: str,
-                           fn: Callable[[], Awaitable[None]],
-                           what: str = "prompt.finalise_failed") -> str:
+    async def _settle_call(
+        self,
+        rec: Record,
+        index: int,
+        destination: str,
+        fn: Callable[[], Awaitable[None]],
+        what: str = "prompt.finalise_failed",
+    ) -> str:
         """One finalising platform call, with the destination's 429s and quick retries:
         "done", or "failed" when the platform refuses for good; Later to try again on a
         later round."""
@@ -308,8 +358,9 @@ class ChannelWorker:
                 continue
             except PermanentError as exc:
                 # The message was deleted, the bot removed: nothing left to edit.
-                log.warning(what, question_id=rec.id, target=index,
-                            channel=self.channel, error=exc.message)
+                log.warning(
+                    what, question_id=rec.id, target=index, channel=self.channel, error=exc.message
+                )
                 return "failed"
             return "done"
 
@@ -320,19 +371,21 @@ class ChannelWorker:
         if rec is None or not rec.pending:
             return  # it ended: a reminder now would only confuse
         text = reminder_text(rec.locale, event.left_ms, final=event.final)
-        shown = [(i, tg) for i, tg in rec.targets_of(self.channel)
-                 if rec.delivery(i).state == DeliveryState.DELIVERED]
+        shown = [
+            (i, tg)
+            for i, tg in rec.targets_of(self.channel)
+            if rec.delivery(i).state == DeliveryState.DELIVERED
+        ]
         outcomes = await asyncio.gather(
-            *(self._remind(rec, i, tg, event.n, text) for i, tg in shown),
-            return_exceptions=True)
+            *(self._remind(rec, i, tg, event.n, text) for i, tg in shown), return_exceptions=True
+        )
         for out in outcomes:
             if isinstance(out, Later):
                 raise RetryLater(f"{rec.id}: {self.channel} reminder {event.n} later")
             if isinstance(out, BaseException):
                 raise out
 
-    async def _remind(self, rec: Record, index: int, target: Target, n: int,
-                      text: str) -> None:
+    async def _remind(self, rec: Record, index: int, target: Target, n: int, text: str) -> None:
         """Reminder n to one shown prompt, once: claimed first, handed back when the
         platform is unreachable for now (Later), kept as failed when it refuses."""
         if not await self.ledger.claim_reminder(rec, index, n):
@@ -344,23 +397,37 @@ class ChannelWorker:
             sent.append(await self.adapter.send_reminder(rec, index, target, ref, text, n))
 
         try:
-            outcome = await self._settle_call(rec, index, self.adapter.destination(rec, target),
-                                              send, "reminder.failed")
+            outcome = await self._settle_call(
+                rec, index, self.adapter.destination(rec, target), send, "reminder.failed"
+            )
         except BaseException:
             await self.ledger.reminder_done(rec, index, n, "")
             raise
         await self.ledger.reminder_done(rec, index, n, "sent" if outcome == "done" else "failed")
-        log.info("reminder.sent", question_id=rec.id, tenant=rec.tenant, channel=self.channel,
-                 target=index, n=n, outcome=outcome)
+        log.info(
+            "reminder.sent",
+            question_id=rec.id,
+            tenant=rec.tenant,
+            channel=self.channel,
+            target=index,
+            n=n,
+            outcome=outcome,
+        )
         message = sent[0] if sent else None
         if message is not None and message.message is not None:
-            await self.track(rec, index, message.destination or self.adapter.destination(
-                rec, target), message.message, REMINDER)
+            await self.track(
+                rec,
+                index,
+                message.destination or self.adapter.destination(rec, target),
+                message.message,
+                REMINDER,
+            )
 
     # -- extra messages ------------------------------------------------------------------
 
-    async def track(self, rec: Record, index: int, destination: str, message: str,
-                    kind: str) -> None:
+    async def track(
+        self, rec: Record, index: int, destination: str, message: str, kind: str
+    ) -> None:
         """Remember a message sent about `rec` besides its prompt (the prompt shown
         again, a free-text request, a note), so that the question's end reaches it too
         (`MessageFinaliser`). A question that ended meanwhile has it finalised now: its
@@ -370,13 +437,18 @@ class ChannelWorker:
         if now is not None and not now.pending:
             for out in await self._finalise_extras(now):
                 if isinstance(out, BaseException):
-                    log.warning("message.finalise_later", question_id=rec.id,
-                                channel=self.channel, error=repr(out))
+                    log.warning(
+                        "message.finalise_later",
+                        question_id=rec.id,
+                        channel=self.channel,
+                        error=repr(out),
+                    )
 
     async def _finalise_extras(self, rec: Record) -> list[BaseException | None]:
         extras = await self.prompts.extras(rec.id)
-        return await asyncio.gather(*(self._finalise_extra(rec, e) for e in extras),
-                                    return_exceptions=True)
+        return await asyncio.gather(
+            *(self._finalise_extra(rec, e) for e in extras), return_exceptions=True
+        )
 
     async def _finalise_extra(self, rec: Record, extra: ExtraMessage) -> None:
         if not await self.prompts.take(rec.id, extra):
@@ -387,10 +459,20 @@ class ChannelWorker:
         target = rec.targets[extra.index]
         try:
             outcome = await self._settle_call(
-                rec, extra.index, extra.destination,
-                lambda: adapter.finalise_message(rec, target, extra))
+                rec,
+                extra.index,
+                extra.destination,
+                lambda: adapter.finalise_message(rec, target, extra),
+            )
         except BaseException:
             await self.prompts.put_back(rec.id, extra)
             raise
-        log.info("message.finalised", question_id=rec.id, tenant=rec.tenant,
-                 channel=self.channel, target=extra.index, kind=extra.kind, outcome=outcome)
+        log.info(
+            "message.finalised",
+            question_id=rec.id,
+            tenant=rec.tenant,
+            channel=self.channel,
+            target=extra.index,
+            kind=extra.kind,
+            outcome=outcome,
+        )
