@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import redis as redis_pkg
-from askgate.redis_server import RedisProcess, redis_server_binary
+from askgate.dev.redis_server import RedisProcess, redis_server_binary
 
 from bench import asks, channel, memory, scaling, sweep, waiters, wake
 from bench.context import Context

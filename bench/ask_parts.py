@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
 import orjson
-from askgate.models import QuestionCreate
-from askgate.tenants import create_tenant
+from askgate.domain.models import QuestionCreate
+from askgate.store.tenants import create_tenant
 
 from bench.report import Figure
 from bench.sample import BIG, QUESTIONS, ask_body, make_redis, make_settings

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from askgate.redis_server import free_port
-from askgate.tenants import create_tenant
+from askgate.dev.redis_server import free_port
+from askgate.store.tenants import create_tenant
 
 from bench import ask_parts
 from bench.context import Context

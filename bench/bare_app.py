@@ -29,9 +29,9 @@ from typing import Any
 
 import orjson
 import uvicorn
-from askgate.conn import connect
 from askgate.settings import Settings
-from askgate.store import Store
+from askgate.store.conn import connect
+from askgate.store.store import Store
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from askgate.redis_server import free_port
-from askgate.tenants import create_tenant
+from askgate.dev.redis_server import free_port
+from askgate.store.tenants import create_tenant
 
 from bench.channels import CHANNELS, load
 from bench.channels.base import ChannelSpec

@@ -9,12 +9,12 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from askgate import keys
-from askgate.ledger import Ledger, StalePolicy
-from askgate.models import QuestionCreate, Responder
-from askgate.redis_server import RedisProcess, redis_server_binary
-from askgate.store import Store
-from askgate.tenants import create_tenant
+from askgate.dev.redis_server import RedisProcess, redis_server_binary
+from askgate.domain.models import QuestionCreate, Responder
+from askgate.store import keys
+from askgate.store.ledger import Ledger, StalePolicy
+from askgate.store.store import Store
+from askgate.store.tenants import create_tenant
 from redis.asyncio import Redis
 
 from bench.context import Context
@@ -34,7 +34,7 @@ TITLE = "Redis memory per pending ask and per retained final question"
 METHOD = """
 INFO `used_memory` before and after N asks through `Store.create` (RESERVE + CREATE),
 then again after each of them is final: every question's Telegram target recorded as
-delivered the way a chat worker records it (`askgate.ledger.Ledger`: claim, then
+delivered the way a chat worker records it (`askgate.store.ledger.Ledger`: claim, then
 confirm with the message reference), then answered through `Store.answer()` with a
 Telegram responder. The difference / N includes every key, hash field, stream entry and
 keyspace entry the question leaves. The ask is the verbose 3-question ask (3 × 4 options

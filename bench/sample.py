@@ -17,12 +17,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from askgate import keys
-from askgate.conn import connect
-from askgate.models import QuestionCreate
-from askgate.record import new_question_id
+from askgate.domain.models import QuestionCreate
 from askgate.settings import Settings
-from askgate.store import Store
+from askgate.store import keys
+from askgate.store.conn import connect
+from askgate.store.record import new_question_id
+from askgate.store.store import Store
 from redis.asyncio import Redis
 
 SECRET = "bench-secret-" + "x" * 40

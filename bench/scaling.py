@@ -6,7 +6,7 @@ import resource
 import statistics
 import time
 
-from askgate.redis_server import free_port
+from askgate.dev.redis_server import free_port
 
 from bench.asks import CONCURRENCY, load_tenant_key, run_rate, write_bodies
 from bench.context import Context

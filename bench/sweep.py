@@ -9,9 +9,9 @@ import signal
 import time
 from typing import Any
 
-from askgate import keys
-from askgate.redis_server import RedisProcess, free_port
-from askgate.store import Store
+from askgate.dev.redis_server import RedisProcess, free_port
+from askgate.store import keys
+from askgate.store.store import Store
 from redis.asyncio import Redis
 
 from bench.context import Context

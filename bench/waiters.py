@@ -13,9 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from askgate.redis_server import free_port
-from askgate.store import Store
-from askgate.tenants import create_tenant
+from askgate.dev.redis_server import free_port
+from askgate.store.store import Store
+from askgate.store.tenants import create_tenant
 
 from bench.context import Context
 from bench.procs import PY, Proc, Procs, rss_kb, start_api, start_bare

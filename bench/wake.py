@@ -8,13 +8,13 @@ import gc
 import time
 
 import orjson
-from askgate.answers import canonical_answers
-from askgate.models import QuestionCreate
-from askgate.record import result_json
-from askgate.redis_server import free_port
-from askgate.status import Status
-from askgate.store import Store
-from askgate.tenants import create_tenant
+from askgate.dev.redis_server import free_port
+from askgate.domain.answers import canonical_answers
+from askgate.domain.models import QuestionCreate
+from askgate.domain.status import Status
+from askgate.store.record import result_json
+from askgate.store.store import Store
+from askgate.store.tenants import create_tenant
 
 from bench.context import Context
 from bench.loadgen import read_response

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from askgate.conn import connect
-from askgate.logs import configure_logging
-from askgate.redis_server import RedisProcess, free_port
-from askgate.tenants import create_tenant, set_outbound_allow
+from askgate.dev.redis_server import RedisProcess, free_port
+from askgate.runtime.logs import configure_logging
+from askgate.store.conn import connect
+from askgate.store.tenants import create_tenant, set_outbound_allow
 
 from chaos import report, verify
 from chaos.channels import CHANNELS, Channel, Stack

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import orjson
-from askgate.redis_server import free_port
+from askgate.dev.redis_server import free_port
 
 
 @dataclass(frozen=True)

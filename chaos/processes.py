@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-from askgate import keys
-from askgate.redis_server import RedisProcess
+from askgate.dev.redis_server import RedisProcess
+from askgate.store import keys
 
 
 def wait_live(redis_url: str, channel: str, timeout_s: float = 30.0) -> None:

@@ -10,8 +10,8 @@ from collections import Counter
 from typing import Any
 
 import httpx
-from askgate import keys
-from askgate.conn import connect
+from askgate.store import keys
+from askgate.store.conn import connect
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import httpx
 import pytest
-from askgate.conn import connect
-from askgate.redis_server import RedisClusterProcess, RedisProcess
+from askgate.dev.redis_server import RedisClusterProcess, RedisProcess
 from askgate.settings import Settings
-from askgate.tenants import create_tenant
+from askgate.store.conn import connect
+from askgate.store.tenants import create_tenant
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 

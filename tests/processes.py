@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from askgate.redis_server import free_port
+from askgate.dev.redis_server import free_port
 
 from tests.conftest import SECRET
 

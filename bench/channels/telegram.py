@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-from askgate.tenants import set_channel_config
+from askgate.store.tenants import set_channel_config
 from redis.asyncio import Redis
 
 from bench.channels.base import Hooks, Platform, Prompt

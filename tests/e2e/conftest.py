@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from askgate.redis_server import RedisProcess
+from askgate.dev.redis_server import RedisProcess
 from redis.asyncio import Redis
 
 from tests.processes import ApiProcess

@@ -8,8 +8,8 @@ from typing import Any
 
 import httpx
 import pytest
-from askgate.redis_server import RedisProcess
-from askgate.tenants import create_tenant
+from askgate.dev.redis_server import RedisProcess
+from askgate.store.tenants import create_tenant
 from askgate_client import Askgate, AskResult, AsyncAskgate, InvalidAsk
 
 from tests.conftest import Tenant, ask_body

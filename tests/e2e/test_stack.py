@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from askgate.redis_server import RedisProcess
+from askgate.dev.redis_server import RedisProcess
 
 from tests.conftest import ask_body
 from tests.processes import ApiProcess
@@ -39,7 +39,7 @@ def sweeper(
 
 def cli(redis_url: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "askgate.cli", *args],
+        [sys.executable, "-m", "askgate.dev.cli", *args],
         env=_env(redis_url),
         capture_output=True,
         text=True,

@@ -10,11 +10,11 @@ from collections.abc import AsyncIterator
 
 import orjson
 import pytest
-from askgate import keys
-from askgate.models import QuestionCreate
-from askgate.redis_server import RedisProcess
-from askgate.store import Store
-from askgate.tenants import set_channel_config
+from askgate.dev.redis_server import RedisProcess
+from askgate.domain.models import QuestionCreate
+from askgate.store import keys
+from askgate.store.store import Store
+from askgate.store.tenants import set_channel_config
 from redis.asyncio import Redis
 
 from tests.conftest import SECRET, Tenant, ask_body, make_settings

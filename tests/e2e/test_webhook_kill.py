@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from askgate.redis_server import RedisProcess
+from askgate.dev.redis_server import RedisProcess
 from askgate.settings import Settings
 
 from tests.conftest import Tenant, ask_body, make_settings

@@ -9,9 +9,9 @@ from typing import Any
 
 import httpx
 import pytest
-from askgate import keys
-from askgate.redis_server import RedisProcess
+from askgate.dev.redis_server import RedisProcess
 from askgate.settings import Settings
+from askgate.store import keys
 from askgate_text.__main__ import serve
 from askgate_text.config import TextSettings
 from redis.asyncio import Redis

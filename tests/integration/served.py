@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 import uvicorn
-from askgate.redis_server import free_port
+from askgate.dev.redis_server import free_port
 
 
 class Served:

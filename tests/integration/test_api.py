@@ -164,7 +164,7 @@ async def test_concurrent_retries_create_one(
     assert sorted(r.status_code for r in rs) == [200] * 19 + [201]
     assert len({r.json()["id"] for r in rs}) == 1
     qid = rs[0].json()["id"]
-    from askgate import keys
+    from askgate.store import keys
 
     entries = await redis.xrange(keys.events(keys.shard_of(qid), "web"))
     assert [e[1][b"type"] for e in entries if e[1][b"id"] == qid.encode()] == [b"question.created"]
@@ -358,7 +358,7 @@ async def test_run_abort_ends_run_in_every_shard(
     app_client: httpx.AsyncClient, tenant: Tenant
 ) -> None:
     """Aborting a run ends its pending questions across sessions and shards, only those."""
-    from askgate import keys
+    from askgate.store import keys
 
     ids = []
     for i in range(12):
@@ -456,7 +456,7 @@ async def test_session_message_answers_pending(
 
 async def test_rate_limit_is_429_with_retry_after(redis: Any, redis_server: Any) -> None:
     """Asks beyond the tenant's per-second rate get 429 with Retry-After."""
-    from askgate.tenants import create_tenant
+    from askgate.store.tenants import create_tenant
     from askgate_api.app import create_app
 
     _t, key = await create_tenant(redis, "rl", asks_per_s=3)
@@ -480,7 +480,7 @@ async def test_rate_limit_is_429_with_retry_after(redis: Any, redis_server: Any)
 
 async def test_pending_quota_is_429_until_one_ends(redis: Any, settings: Settings) -> None:
     """A tenant at its pending limit gets 429; ending one frees a slot."""
-    from askgate.tenants import create_tenant
+    from askgate.store.tenants import create_tenant
     from askgate_api.app import create_app
 
     _t, key = await create_tenant(redis, "pq", max_pending=2)

@@ -11,7 +11,7 @@ from urllib.parse import parse_qsl, urlsplit
 import httpx
 import orjson
 import pytest
-from askgate.models import FREE_TEXT_MAX, RESPONDER_FIELD_MAX
+from askgate.domain.models import FREE_TEXT_MAX, RESPONDER_FIELD_MAX
 
 from tests.conftest import Tenant, ask_body
 
@@ -351,8 +351,8 @@ async def test_every_channels_reply_has_the_free_text_limit(
 ) -> None:
     """Store.apply_reply, which every channel's plain-text replies go through, refuses a
     text over the limit and the question stays pending."""
-    from askgate.errors import ValidationFailed
-    from askgate.store import Store
+    from askgate.domain.errors import ValidationFailed
+    from askgate.store.store import Store
 
     qid = await pending(app_client, tenant, session="store-limit")
     store = Store(redis, settings)

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from askgate import keys
 from askgate.channels import (
     ChannelService,
     ChannelSettings,
@@ -22,10 +21,11 @@ from askgate.channels import (
     ThrottledError,
     TransientError,
 )
-from askgate.models import QuestionCreate, SlackTarget, Target
-from askgate.record import Record
-from askgate.redis_server import RedisProcess
-from askgate.store import Store
+from askgate.dev.redis_server import RedisProcess
+from askgate.domain.models import QuestionCreate, SlackTarget, Target
+from askgate.store import keys
+from askgate.store.record import Record
+from askgate.store.store import Store
 from redis.asyncio import Redis
 
 from tests.conftest import SECRET, Tenant, ask_body
@@ -192,7 +192,7 @@ async def test_a_reminder_that_fails_for_now_is_sent_once_later(
 ) -> None:
     """Three 502s use up a handling's quick tries: the claim goes back, a later round
     sends reminder 1 once, and the ledger says sent."""
-    from askgate import keys
+    from askgate.store import keys
     from askgate_sweeper.__main__ import timers_once
 
     platform = Platform()

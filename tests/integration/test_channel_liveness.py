@@ -4,10 +4,10 @@ when nothing else could show it, else its target fails within the grace."""
 from __future__ import annotations
 
 import httpx
-from askgate import keys
+from askgate.domain.timeutil import now_ms
 from askgate.settings import Settings
-from askgate.store import Store
-from askgate.timeutil import now_ms
+from askgate.store import keys
+from askgate.store.store import Store
 from askgate_sweeper.__main__ import watch_once
 from redis.asyncio import Redis
 

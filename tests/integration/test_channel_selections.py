@@ -3,11 +3,11 @@ correction a person gets for a partial answer."""
 
 from __future__ import annotations
 
-from askgate import keys
 from askgate.channels import Answering, Selections
-from askgate.models import QuestionCreate, Responder
+from askgate.domain.models import QuestionCreate, Responder
 from askgate.settings import Settings
-from askgate.store import Store
+from askgate.store import keys
+from askgate.store.store import Store
 from redis.asyncio import Redis
 
 from tests.conftest import Tenant, ask_body

@@ -17,15 +17,15 @@ from typing import Any
 
 import httpx
 import pytest
-from askgate import keys
-from askgate.conn import check_mode, connect, connect_sync
-from askgate.consumer import Event, StreamConsumer
-from askgate.errors import ConfigError
-from askgate.models import QuestionCreate
-from askgate.redis_server import CLUSTER_SLOTS, RedisClusterProcess, RedisProcess, free_port
+from askgate.dev.redis_server import CLUSTER_SLOTS, RedisClusterProcess, RedisProcess, free_port
+from askgate.domain.errors import ConfigError
+from askgate.domain.models import QuestionCreate
+from askgate.runtime.consumer import Event, StreamConsumer
 from askgate.settings import Settings
-from askgate.store import Store
-from askgate.tenants import create_tenant, tenant_for_key
+from askgate.store import keys
+from askgate.store.conn import check_mode, connect, connect_sync
+from askgate.store.store import Store
+from askgate.store.tenants import create_tenant, tenant_for_key
 from askgate_sweeper.__main__ import sweep_once
 from redis.asyncio.cluster import RedisCluster
 
@@ -140,8 +140,8 @@ async def test_timers_late_answers_and_metrics_on_every_node(
 ) -> None:
     """Reminders and steps fire, late answers are kept and every shard's counters are read
     on shards of each node (every key of those scripts is declared, in one slot)."""
-    from askgate.errors import AlreadyFinal
-    from askgate.metrics import render
+    from askgate.domain.errors import AlreadyFinal
+    from askgate.store.metrics import render
     from askgate_sweeper.__main__ import timers_once
 
     store = Store(cluster_redis, cluster_settings)
@@ -347,7 +347,7 @@ def test_webhook_job_runs_on_the_jobs_redis(
 def run_cli(url: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("ASKGATE_")}
     return subprocess.run(
-        [sys.executable, "-m", "askgate.cli", *args],
+        [sys.executable, "-m", "askgate.dev.cli", *args],
         capture_output=True,
         text=True,
         env={**environ, "REDIS_URL": url, **env},

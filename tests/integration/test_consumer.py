@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from askgate import keys
-from askgate.consumer import Event, StreamConsumer
+from askgate.runtime.consumer import Event, StreamConsumer
+from askgate.store import keys
 from redis.asyncio import Redis
 
 

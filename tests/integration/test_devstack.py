@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from askgate.devstack import RedisInUse, start_embedded_redis
-from askgate.redis_server import RedisProcess, free_port, port_owner
+from askgate.dev.devstack import RedisInUse, start_embedded_redis
+from askgate.dev.redis_server import RedisProcess, free_port, port_owner
 
 
 @pytest.fixture

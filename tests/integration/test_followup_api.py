@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 import httpx
-from askgate.redis_server import RedisProcess
-from askgate.tenants import load_tenant
+from askgate.dev.redis_server import RedisProcess
+from askgate.store.tenants import load_tenant
 from redis.asyncio import Redis
 
 from tests.conftest import Tenant, ask_body
@@ -78,7 +78,7 @@ async def test_an_ask_only_to_dead_channels_names_a_step_target(
 
 def cli(redis_server: RedisProcess, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "askgate.cli", *args],
+        [sys.executable, "-m", "askgate.dev.cli", *args],
         capture_output=True,
         text=True,
         env={**os.environ, "REDIS_URL": redis_server.url},

@@ -8,15 +8,15 @@ from typing import Any
 
 import httpx
 import pytest
-from askgate import keys
-from askgate.errors import AlreadyFinal
-from askgate.events import QuestionLateAnswer, parse_event
-from askgate.followup import LATE_MAX
-from askgate.models import QuestionCreate, Responder
-from askgate.record import Record
+from askgate.domain.errors import AlreadyFinal
+from askgate.domain.events import QuestionLateAnswer, parse_event
+from askgate.domain.models import QuestionCreate, Responder
+from askgate.domain.status import Reason
 from askgate.settings import Settings
-from askgate.status import Reason
-from askgate.store import Store
+from askgate.store import keys
+from askgate.store.followup import LATE_MAX
+from askgate.store.record import Record
+from askgate.store.store import Store
 from askgate_sweeper.__main__ import sweep_once
 from redis.asyncio import Redis
 

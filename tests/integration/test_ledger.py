@@ -8,13 +8,13 @@ from typing import Any
 
 import orjson
 import pytest
-from askgate import keys
-from askgate.ledger import StalePolicy
-from askgate.models import QuestionCreate
-from askgate.record import Record
+from askgate.domain.models import QuestionCreate
+from askgate.domain.timeutil import now_ms
 from askgate.settings import Settings
-from askgate.store import Store
-from askgate.timeutil import now_ms
+from askgate.store import keys
+from askgate.store.ledger import StalePolicy
+from askgate.store.record import Record
+from askgate.store.store import Store
 from redis.asyncio import Redis
 
 from tests.conftest import Tenant, ask_body

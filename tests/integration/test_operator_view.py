@@ -11,8 +11,8 @@ import time
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
-from askgate.redis_server import RedisProcess
-from askgate.signing import operator_link
+from askgate.dev.redis_server import RedisProcess
+from askgate.domain.signing import operator_link
 
 from tests.conftest import SECRET, Tenant, ask_body
 
@@ -134,10 +134,10 @@ async def test_the_api_key_opens_the_operator_view(
 
 def test_the_cli_prints_a_working_operator_link(redis_server: RedisProcess, tenant: Tenant) -> None:
     """`askgate tenant operator-link` signs with the secret the Control UI checks."""
-    from askgate.signing import verify_operator_link
+    from askgate.domain.signing import verify_operator_link
 
     done = subprocess.run(
-        [sys.executable, "-m", "askgate.cli", "tenant", "operator-link", tenant.id],
+        [sys.executable, "-m", "askgate.dev.cli", "tenant", "operator-link", tenant.id],
         capture_output=True,
         text=True,
         timeout=60,

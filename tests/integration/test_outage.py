@@ -8,9 +8,9 @@ from typing import Any
 
 import httpx
 import pytest
-from askgate.conn import connect
-from askgate.redis_server import RedisProcess
-from askgate.tenants import create_tenant
+from askgate.dev.redis_server import RedisProcess
+from askgate.store.conn import connect
+from askgate.store.tenants import create_tenant
 
 from tests.conftest import ask_body, make_settings
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import httpx
 import pytest
-from askgate import keys
-from askgate.redis_server import RedisProcess
-from askgate.tenants import load_tenant, set_outbound_allow
+from askgate.dev.redis_server import RedisProcess
+from askgate.store import keys
+from askgate.store.tenants import load_tenant, set_outbound_allow
 from askgate_text.client import TextClient
 from askgate_text.config import TextSettings
 from askgate_webhooks.config import WebhookSettings
@@ -186,7 +186,7 @@ async def test_cli_sets_and_clears_a_tenants_ranges(
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "askgate.cli",
+            "askgate.dev.cli",
             "tenant",
             "outbound",
             *args,

@@ -10,12 +10,12 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from askgate import keys
-from askgate.conn import connect
-from askgate.errors import AlreadyFinal
-from askgate.models import QuestionCreate, Responder
+from askgate.domain.errors import AlreadyFinal
+from askgate.domain.models import QuestionCreate, Responder
 from askgate.settings import Settings
-from askgate.store import Store
+from askgate.store import keys
+from askgate.store.conn import connect
+from askgate.store.store import Store
 from redis.asyncio import Redis
 
 from tests.conftest import Tenant, ask_body

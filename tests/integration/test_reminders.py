@@ -7,15 +7,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from askgate import keys
-from askgate.conn import connect
-from askgate.events import QuestionEscalate, QuestionRemind, parse_event
-from askgate.models import QuestionCreate, Remind
-from askgate.record import Record
-from askgate.redis_server import RedisProcess
+from askgate.dev.redis_server import RedisProcess
+from askgate.domain.events import QuestionEscalate, QuestionRemind, parse_event
+from askgate.domain.models import QuestionCreate, Remind
+from askgate.domain.timeutil import now_ms
 from askgate.settings import Settings
-from askgate.store import Store
-from askgate.timeutil import now_ms
+from askgate.store import keys
+from askgate.store.conn import connect
+from askgate.store.record import Record
+from askgate.store.store import Store
 from askgate_sweeper.__main__ import timers_once, watch_once
 from redis.asyncio import Redis
 

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 import requests
 import schemathesis
-from askgate.conn import connect
-from askgate.redis_server import RedisProcess
-from askgate.tenants import create_tenant
+from askgate.dev.redis_server import RedisProcess
+from askgate.store.conn import connect
+from askgate.store.tenants import create_tenant
 from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis import GenerationMode
 

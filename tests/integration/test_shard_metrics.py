@@ -8,12 +8,12 @@ from typing import Any
 
 import httpx
 import pytest
-from askgate.errors import AlreadyFinal
-from askgate.models import QuestionCreate, Responder
-from askgate.record import Record
+from askgate.domain.errors import AlreadyFinal
+from askgate.domain.models import QuestionCreate, Responder
+from askgate.domain.status import Reason
 from askgate.settings import Settings
-from askgate.status import Reason
-from askgate.store import Store
+from askgate.store.record import Record
+from askgate.store.store import Store
 from askgate_sweeper.__main__ import sweep_once, timers_once, watch_once
 from prometheus_client.parser import text_string_to_metric_families
 from redis.asyncio import Redis

@@ -8,13 +8,13 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from askgate import keys
-from askgate.conn import connect
-from askgate.errors import AlreadyFinal
-from askgate.models import QuestionCreate
+from askgate.domain.errors import AlreadyFinal
+from askgate.domain.models import QuestionCreate
+from askgate.domain.timeutil import now_ms
 from askgate.settings import Settings
-from askgate.store import Store
-from askgate.timeutil import now_ms
+from askgate.store import keys
+from askgate.store.conn import connect
+from askgate.store.store import Store
 from askgate_sweeper.__main__ import sweep_once
 from redis.asyncio import Redis
 
@@ -229,7 +229,7 @@ async def test_keyspace_while_pending(redis: Redis, settings: Settings, tenant: 
 
 async def test_keys_share_the_question_hash_tag(tenant: Tenant) -> None:
     """Every key one script touches carries the question's shard hash tag."""
-    from askgate.store import new_question_id
+    from askgate.store.store import new_question_id
 
     qid = new_question_id(tenant.id, "sess", None, None)
     shard = keys.shard_of(qid)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from askgate import keys
-from askgate.models import QuestionCreate
+from askgate.domain.models import QuestionCreate
 from askgate.settings import Settings
-from askgate.store import Store
+from askgate.store import keys
+from askgate.store.store import Store
 from askgate_sweeper.__main__ import sweep_once, watch_once
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError
@@ -40,8 +40,8 @@ async def test_a_broken_shard_does_not_stop_the_others(
 
 async def test_an_unreachable_redis_is_raised(settings: Settings) -> None:
     """When Redis itself is away the pass raises at once, so the sweeper backs off."""
-    from askgate.conn import connect
-    from askgate.redis_server import free_port
+    from askgate.dev.redis_server import free_port
+    from askgate.store.conn import connect
 
     down = connect(f"redis://127.0.0.1:{free_port()}/0", connect_timeout_s=0.2)
     try:

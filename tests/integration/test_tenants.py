@@ -3,8 +3,8 @@ beside it, and records written before the tag still served."""
 
 from __future__ import annotations
 
-from askgate import keys
-from askgate.tenants import (
+from askgate.store import keys
+from askgate.store.tenants import (
     add_api_key,
     create_tenant,
     hash_key,

@@ -7,9 +7,9 @@ from typing import Any
 
 import httpx
 import pytest
-from askgate import keys
-from askgate.redis_server import RedisProcess
+from askgate.dev.redis_server import RedisProcess
 from askgate.settings import Settings
+from askgate.store import keys
 from redis.asyncio import Redis
 
 from tests.conftest import Tenant, ask_body, make_settings

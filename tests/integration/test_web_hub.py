@@ -8,10 +8,10 @@ import contextlib
 from collections.abc import AsyncIterator
 
 import pytest
-from askgate.models import QuestionCreate
+from askgate.domain.models import QuestionCreate
+from askgate.domain.status import Reason
 from askgate.settings import Settings
-from askgate.status import Reason
-from askgate.store import Store
+from askgate.store.store import Store
 from askgate_web.worker import Change, Hub
 from redis.asyncio import Redis
 

@@ -6,7 +6,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 from askgate.settings import Settings
-from askgate.store import Store
+from askgate.store.store import Store
 from askgate_sweeper.__main__ import sweep_once
 from redis.asyncio import Redis
 

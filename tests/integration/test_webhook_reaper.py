@@ -12,10 +12,10 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from askgate import keys
-from askgate.redis_server import RedisProcess
+from askgate.dev.redis_server import RedisProcess
+from askgate.domain.timeutil import now_ms
 from askgate.settings import Settings
-from askgate.timeutil import now_ms
+from askgate.store import keys
 from askgate_webhooks import jobs
 from askgate_webhooks.config import WebhookSettings
 from askgate_webhooks.dead import list_dead

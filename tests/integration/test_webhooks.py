@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from askgate import keys
-from askgate.redis_server import RedisProcess
+from askgate.dev.redis_server import RedisProcess
 from askgate.settings import Settings
+from askgate.store import keys
 from askgate_webhooks.config import WebhookSettings
 from askgate_webhooks.dead import list_dead
 from askgate_webhooks.jobs import attempt_delivery
@@ -290,7 +290,7 @@ async def test_a_late_answer_is_posted_as_its_own_event(
     question.late_answer; the result in it is still no_answer, and its delivery shows on
     the late answer."""
     from askgate.settings import Settings
-    from askgate.store import Store
+    from askgate.store.store import Store
     from askgate_sweeper.__main__ import sweep_once
 
     r = await app_client.post(

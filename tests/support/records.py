@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
-from askgate.models import QuestionIn
-from askgate.record import Record
+from askgate.domain.models import QuestionIn
+from askgate.store.record import Record
 
 
 def record_of(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from askgate.settings import Settings
-from askgate.store import Store
+from askgate.store.store import Store
 from askgate_sweeper.__main__ import timers_once
 from redis.asyncio import Redis
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from askgate import keys
-from askgate.record import new_question_id
-from askgate.store import Store
+from askgate.store import keys
+from askgate.store.record import new_question_id
+from askgate.store.store import Store
 from redis.asyncio import Redis
 
 from bench.__main__ import FIGURES

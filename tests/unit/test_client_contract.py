@@ -9,8 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from askgate import models
-from askgate.resource import QuestionPublic
+from askgate.domain import models
+from askgate.domain.resource import QuestionPublic
 from askgate_client import (
     Askgate,
     AsyncAskgate,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from askgate.errors import ConfigError
+from askgate.domain.errors import ConfigError
 from askgate.settings import Settings, load
 from pydantic import ValidationError
 

@@ -23,7 +23,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
-from askgate.consumer import StreamConsumer
+from askgate.runtime.consumer import StreamConsumer
 from askgate.settings import Settings
 from askgate_webhooks.config import WebhookSettings
 

@@ -7,9 +7,9 @@ import time
 
 import httpx
 import pytest
-from askgate.errors import PermanentError, ThrottledError, TransientError
-from askgate.models import QuestionIn
-from askgate.record import new_question_id
+from askgate.domain.errors import PermanentError, ThrottledError, TransientError
+from askgate.domain.models import QuestionIn
+from askgate.store.record import new_question_id
 from askgate_discord import render
 from askgate_discord.client import error_of
 from askgate_discord.render import Tap

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from askgate.models import QuestionCreate, Remind, validation_message
-from askgate.timers import Timer, TimerKind, plan
+from askgate.domain.models import QuestionCreate, Remind, validation_message
+from askgate.store.timers import Timer, TimerKind, plan
 from pydantic import ValidationError
 
 from tests.conftest import ask_body

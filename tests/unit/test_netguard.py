@@ -1,4 +1,4 @@
-"""The outbound policy (askgate.netguard): every spelling of an internal address is
+"""The outbound policy (askgate.domain.netguard): every spelling of an internal address is
 refused, public ones pass, hostnames are judged by every address they resolve to (a
 resolver the test controls; no real DNS), and allow-lists open ranges but never the
 metadata endpoints."""
@@ -10,9 +10,9 @@ import socket
 from collections.abc import Sequence
 
 import pytest
-from askgate import netguard
-from askgate.errors import ConfigError
-from askgate.netguard import Policy, Refused, Unresolved, check, check_sync, parse_cidrs
+from askgate.domain import netguard
+from askgate.domain.errors import ConfigError
+from askgate.domain.netguard import Policy, Refused, Unresolved, check, check_sync, parse_cidrs
 from askgate.settings import Settings, load
 
 DNS = {

@@ -6,8 +6,8 @@ from __future__ import annotations
 from email.utils import formatdate
 
 import orjson
-from askgate.outbound import classify, retry_after_s
-from askgate.record import Record
+from askgate.runtime.outbound import classify, retry_after_s
+from askgate.store.record import Record
 from askgate_webhooks.config import WebhookSettings
 from askgate_webhooks.jobs import backoff_s
 from askgate_webhooks.render import result_body

@@ -7,9 +7,9 @@ import unicodedata
 from collections.abc import Sequence
 
 import pytest
-from askgate.i18n import SKIP_WORDS
-from askgate.models import QuestionIn
-from askgate.parser import ParsedReply, is_skip, match_label, parse_reply, parse_value
+from askgate.domain.i18n import SKIP_WORDS
+from askgate.domain.models import QuestionIn
+from askgate.domain.parser import ParsedReply, is_skip, match_label, parse_reply, parse_value
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError

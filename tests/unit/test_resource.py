@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from askgate.record import Record
-from askgate.resource import QuestionPublic
+from askgate.domain.resource import QuestionPublic
+from askgate.store.record import Record
 
 DOC = [
     {

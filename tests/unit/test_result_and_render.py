@@ -10,14 +10,15 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import orjson
 import pytest
-from askgate import keys, signing
-from askgate.answers import canonical_answers
-from askgate.errors import IncompleteAnswer, ValidationFailed
-from askgate.i18n import MESSAGES
-from askgate.models import FREE_TEXT_MAX, QuestionIn
-from askgate.record import new_question_id, result_json
-from askgate.render import guidance, prompt_text, summary_text
-from askgate.status import FINAL, TRANSITIONS, Status, can_transition
+from askgate.channels.render import guidance, prompt_text, summary_text
+from askgate.domain import signing
+from askgate.domain.answers import canonical_answers
+from askgate.domain.errors import IncompleteAnswer, ValidationFailed
+from askgate.domain.i18n import MESSAGES
+from askgate.domain.models import FREE_TEXT_MAX, QuestionIn
+from askgate.domain.status import FINAL, TRANSITIONS, Status, can_transition
+from askgate.store import keys
+from askgate.store.record import new_question_id, result_json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from askgate.channels import PermanentError, ThrottledError, TransientError
-from askgate.models import QuestionIn
+from askgate.domain.models import QuestionIn
 from askgate_slack import render
 from askgate_slack.client import call
 from slack_sdk.errors import SlackApiError, SlackObjectFormationError

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 from aiogram.types import User
-from askgate.models import QuestionIn
-from askgate.record import new_question_id
+from askgate.domain.models import QuestionIn
+from askgate.store.record import new_question_id
 from askgate_telegram import compose, render
 from askgate_telegram.render import Tap
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import regex
-from askgate.models import HEADER_MAX, QuestionCreate, QuestionIn, validation_message
+from askgate.domain.models import HEADER_MAX, QuestionCreate, QuestionIn, validation_message
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError

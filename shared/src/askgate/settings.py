@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from askgate.errors import ConfigError
-from askgate.netguard import Policy, parse_cidrs
+from askgate.domain.errors import ConfigError
+from askgate.domain.netguard import Policy, parse_cidrs
 
 
 class Settings(BaseSettings):
@@ -80,7 +80,7 @@ class Settings(BaseSettings):
         return v
 
     def outbound_policy(self) -> Policy:
-        """The operator's outbound policy (askgate.netguard); tenants may add ranges."""
+        """The operator's outbound policy (askgate.domain.netguard); tenants may add ranges."""
         return Policy(parse_cidrs(self.outbound_allow))
 
     @model_validator(mode="after")

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
-from askgate.redis_server import RedisProcess, free_port
+from askgate.dev.redis_server import RedisProcess, free_port
 from askgate.settings import Settings
 from playwright.async_api import Browser, Page, ViewportSize, async_playwright
 

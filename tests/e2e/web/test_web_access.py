@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 import httpx
-from askgate.signing import session_link_sig
+from askgate.domain.signing import session_link_sig
 from playwright.async_api import Page, expect
 
 from tests.conftest import SECRET, Tenant

@@ -7,9 +7,9 @@ import re
 
 import httpx
 import pytest
-from askgate import keys
-from askgate.redis_server import RedisProcess
-from askgate.signing import session_link
+from askgate.dev.redis_server import RedisProcess
+from askgate.domain.signing import session_link
+from askgate.store import keys
 from playwright.async_api import Browser, Page, expect
 
 from tests.conftest import SECRET, Tenant

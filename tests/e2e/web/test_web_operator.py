@@ -4,7 +4,7 @@ live, with where each was delivered."""
 from __future__ import annotations
 
 import httpx
-from askgate.signing import operator_link
+from askgate.domain.signing import operator_link
 from playwright.async_api import Page, expect
 
 from tests.conftest import SECRET, Tenant

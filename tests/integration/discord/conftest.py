@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from askgate.redis_server import RedisProcess
-from askgate.tenants import set_channel_config
+from askgate.dev.redis_server import RedisProcess
+from askgate.store.tenants import set_channel_config
 from askgate_discord.config import DiscordSettings
 from askgate_discord.service import DiscordService
 from nacl.signing import SigningKey

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from askgate import keys
+from askgate.store import keys
 
 from tests.integration.discord.conftest import CHANNEL, THREE, Harness
 from tests.integration.discord.fake_discord import FakeDiscord

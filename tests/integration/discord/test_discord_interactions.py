@@ -6,7 +6,7 @@ import time
 
 import orjson
 import pytest
-from askgate import keys
+from askgate.store import keys
 from nacl.signing import SigningKey
 
 from tests.integration.discord.conftest import (

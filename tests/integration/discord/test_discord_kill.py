@@ -8,10 +8,10 @@ import signal
 import sys
 
 import orjson
-from askgate import keys
-from askgate.models import QuestionCreate
-from askgate.redis_server import RedisProcess
-from askgate.store import Store
+from askgate.dev.redis_server import RedisProcess
+from askgate.domain.models import QuestionCreate
+from askgate.store import keys
+from askgate.store.store import Store
 from nacl.signing import SigningKey
 from redis.asyncio import Redis
 

@@ -16,8 +16,8 @@ from urllib.parse import urlencode
 import httpx
 import orjson
 import pytest
-from askgate.redis_server import RedisProcess
-from askgate.tenants import set_channel_config
+from askgate.dev.redis_server import RedisProcess
+from askgate.store.tenants import set_channel_config
 from askgate_slack.config import SlackSettings
 from askgate_slack.service import SlackService
 from redis.asyncio import Redis

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from askgate import keys
-from askgate.i18n import t
+from askgate.domain.i18n import t
+from askgate.store import keys
 
 from tests.integration.slack.conftest import ADA, ROOM, Harness, eventually
 

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
-from askgate.redis_server import RedisProcess
+from askgate.dev.redis_server import RedisProcess
 from askgate_slack.service import SlackService
 from redis.asyncio import Redis
 

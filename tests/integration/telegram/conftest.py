@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 import pytest
-from askgate.redis_server import RedisProcess
-from askgate.tenants import set_channel_config
+from askgate.dev.redis_server import RedisProcess
+from askgate.store.tenants import set_channel_config
 from askgate_telegram.config import TelegramSettings
 from askgate_telegram.service import TelegramService
 from redis.asyncio import Redis

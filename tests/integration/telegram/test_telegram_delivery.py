@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from askgate import keys
+from askgate.store import keys
 from askgate_telegram.render import Tap
 
 from tests.integration.telegram.conftest import ADA, PRIVATE, Harness, eventually

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from askgate.redis_server import RedisProcess
+from askgate.dev.redis_server import RedisProcess
 from askgate_telegram.service import TelegramService
 
 from tests.integration.telegram.conftest import ADA, Harness, eventually, tg_settings

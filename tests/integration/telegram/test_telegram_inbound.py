@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from askgate import keys
-from askgate.redis_server import RedisProcess
+from askgate.dev.redis_server import RedisProcess
+from askgate.store import keys
 from askgate_telegram.__main__ import main
 from askgate_telegram.render import Tap
 from askgate_telegram.service import TelegramService

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from urllib.parse import parse_qs, urlsplit
 
-from askgate.signing import verify_session_link
+from askgate.domain.signing import verify_session_link
 
 from tests.conftest import SECRET
 from tests.integration.telegram.conftest import GROUP, PRIVATE, Harness

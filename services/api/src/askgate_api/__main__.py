@@ -6,10 +6,10 @@ import gc
 import sys
 
 import uvicorn
-from askgate.conn import check_redis
-from askgate.errors import ConfigError
-from askgate.logs import configure_logging
+from askgate.domain.errors import ConfigError
+from askgate.runtime.logs import configure_logging
 from askgate.settings import Settings, load
+from askgate.store.conn import check_redis
 
 from askgate_api.app import create_app
 

@@ -8,13 +8,13 @@ from typing import Any
 
 import orjson
 import structlog
-from askgate import netguard
-from askgate.asgi import BodyLimit
-from askgate.conn import connect, connect_pubsub
-from askgate.errors import AskgateError, HttpError, ValidationFailed
-from askgate.models import describe_errors
+from askgate.domain import netguard
+from askgate.domain.asgi import BodyLimit
+from askgate.domain.errors import AskgateError, HttpError, ValidationFailed
+from askgate.domain.models import describe_errors
 from askgate.settings import Settings
-from askgate.store import Store
+from askgate.store.conn import connect, connect_pubsub
+from askgate.store.store import Store
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response

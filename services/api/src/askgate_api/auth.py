@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from askgate.errors import Unauthorized
-from askgate.tenants import Tenant, hash_key, tenant_for_key
+from askgate.domain.errors import Unauthorized
+from askgate.store.tenants import Tenant, hash_key, tenant_for_key
 from fastapi import Request
 from redis.asyncio import Redis
 

@@ -18,17 +18,17 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import orjson
-from askgate.asgi import parse_json
-from askgate.errors import (
+from askgate.domain.asgi import parse_json
+from askgate.domain.errors import (
     AskgateError,
     NotPrimary,
     Unauthorized,
     ValidationFailed,
 )
-from askgate.models import QuestionCreate, validation_message
-from askgate.record import Record
-from askgate.store import Store
-from askgate.tenants import Tenant
+from askgate.domain.models import QuestionCreate, validation_message
+from askgate.store.record import Record
+from askgate.store.store import Store
+from askgate.store.tenants import Tenant
 from pydantic import ValidationError
 from redis.exceptions import RedisError
 
@@ -74,7 +74,7 @@ def _timeout(query: bytes) -> float:
 
 
 async def _body(receive: Receive) -> bytes:
-    """The whole body (askgate.asgi.BodyLimit in front bounds its size)."""
+    """The whole body (askgate.domain.asgi.BodyLimit in front bounds its size)."""
     chunks: list[bytes] = []
     while True:
         message = await receive()

@@ -1,7 +1,7 @@
 """Which chat channels have a live worker, as the API sees them when an ask comes in.
 
 Every channel worker refreshes `keys.channel_live(<channel>)` every few seconds (see
-askgate.health). The API re-reads them at most once a second, so the check costs one
+askgate.runtime.health). The API re-reads them at most once a second, so the check costs one
 MGET per second per process, not one per ask. A channel that died since is caught by
 the sweeper's watchdog within `channel_grace_s`.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import time
 
-from askgate.health import live_channels
-from askgate.models import CHANNELS
+from askgate.domain.models import CHANNELS
+from askgate.runtime.health import live_channels
 from redis.asyncio import Redis
 
 # Channels whose prompts a worker must deliver (the Control UI can always show a web one).

@@ -1,15 +1,15 @@
 """The ask's outbound URLs (`callback_url`, text targets' `url`, also in escalation
-steps) against the outbound policy (askgate.netguard) before anything is stored: a URL
+steps) against the outbound policy (askgate.domain.netguard) before anything is stored: a URL
 that is or resolves to an internal address is a 422 naming its field."""
 
 from __future__ import annotations
 
 import asyncio
 
-from askgate import netguard
-from askgate.errors import ValidationFailed
-from askgate.models import QuestionCreate, TextTarget
-from askgate.tenants import Tenant
+from askgate.domain import netguard
+from askgate.domain.errors import ValidationFailed
+from askgate.domain.models import QuestionCreate, TextTarget
+from askgate.store.tenants import Tenant
 
 
 class OutboundCheck:

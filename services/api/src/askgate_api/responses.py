@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from askgate.errors import (
+from askgate.domain.errors import (
     AlreadyFinal,
     AskgateError,
     IncompleteAnswer,
@@ -13,9 +13,9 @@ from askgate.errors import (
     SessionBusy,
     Unavailable,
 )
-from askgate.record import Record
+from askgate.domain.signing import session_link
 from askgate.settings import Settings
-from askgate.signing import session_link
+from askgate.store.record import Record
 from fastapi.responses import Response
 
 from askgate_api.metrics import REJECTED

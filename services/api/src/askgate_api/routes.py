@@ -5,10 +5,8 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import structlog
-from askgate.conn import reach_all
-from askgate.errors import AlreadyFinal, IncompleteAnswer, ValidationFailed
-from askgate.metrics import render as render_counters
-from askgate.models import (
+from askgate.domain.errors import AlreadyFinal, IncompleteAnswer, ValidationFailed
+from askgate.domain.models import (
     AnswerBody,
     MessageBody,
     QuestionCreate,
@@ -16,11 +14,13 @@ from askgate.models import (
     Responder,
     name_problem,
 )
-from askgate.record import Record
-from askgate.resource import QuestionPublic
-from askgate.status import Reason, Status
-from askgate.store import Store
-from askgate.tenants import Tenant
+from askgate.domain.resource import QuestionPublic
+from askgate.domain.status import Reason, Status
+from askgate.store.conn import reach_all
+from askgate.store.metrics import render as render_counters
+from askgate.store.record import Record
+from askgate.store.store import Store
+from askgate.store.tenants import Tenant
 from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest

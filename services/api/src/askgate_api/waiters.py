@@ -13,11 +13,11 @@ import asyncio
 import contextlib
 
 import structlog
-from askgate import keys
-from askgate.errors import Unavailable
-from askgate.record import Record
-from askgate.status import Status
-from askgate.store import Store
+from askgate.domain.errors import Unavailable
+from askgate.domain.status import Status
+from askgate.store import keys
+from askgate.store.record import Record
+from askgate.store.store import Store
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 

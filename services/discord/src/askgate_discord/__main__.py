@@ -7,7 +7,7 @@ is claimed in Redis before it is posted, and any replica can take any interactio
 
 from __future__ import annotations
 
-from askgate.runner import worker_main
+from askgate.runtime.runner import worker_main
 
 from askgate_discord.config import DiscordSettings
 from askgate_discord.service import SERVICE, serve

@@ -13,8 +13,8 @@ from askgate.channels import (
     StalePolicy,
     TenantConfigs,
 )
-from askgate.models import DiscordTarget, Target
-from askgate.record import Record
+from askgate.domain.models import DiscordTarget, Target
+from askgate.store.record import Record
 
 from askgate_discord import render
 from askgate_discord.client import CHANNEL, DiscordApp, DiscordClient

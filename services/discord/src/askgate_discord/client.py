@@ -21,8 +21,8 @@ from askgate.channels import (
     TransientError,
     id_list,
 )
-from askgate.outbound import retry_after_s
-from askgate.tenants import Tenant
+from askgate.runtime.outbound import retry_after_s
+from askgate.store.tenants import Tenant
 from nacl.signing import VerifyKey
 
 from askgate_discord.config import DiscordSettings

@@ -15,11 +15,11 @@ from typing import Any
 
 import structlog
 from askgate.channels import Answering, ChannelWorker, Dedupe, Outcome, may_answer
-from askgate.i18n import t
-from askgate.models import DiscordTarget, Responder
-from askgate.record import Record
-from askgate.status import DeliveryState
-from askgate.store import Store
+from askgate.domain.i18n import t
+from askgate.domain.models import DiscordTarget, Responder
+from askgate.domain.status import DeliveryState
+from askgate.store.record import Record
+from askgate.store.store import Store
 
 from askgate_discord import render
 from askgate_discord.client import CHANNEL, DiscordApp

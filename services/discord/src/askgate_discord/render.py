@@ -20,10 +20,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from askgate.i18n import t
-from askgate.models import FREE_TEXT_MAX, RECOMMENDED, QuestionIn
-from askgate.record import Record
-from askgate.render import summary_text
+from askgate.channels.render import summary_text
+from askgate.domain.i18n import t
+from askgate.domain.models import FREE_TEXT_MAX, RECOMMENDED, QuestionIn
+from askgate.store.record import Record
 
 CONTENT_MAX = 2000
 SELECT_DESCRIPTION_MAX = 100

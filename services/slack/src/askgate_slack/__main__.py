@@ -6,7 +6,7 @@ prompt is claimed in Redis before it is posted. `--check` is the liveness probe.
 
 from __future__ import annotations
 
-from askgate.runner import worker_main
+from askgate.runtime.runner import worker_main
 
 from askgate_slack.config import SlackSettings
 from askgate_slack.service import SERVICE, serve

@@ -16,8 +16,8 @@ from typing import Any
 
 import structlog
 from askgate.channels import REMINDER, ExtraMessage, PermanentError, SentPrompt, StalePolicy
-from askgate.models import SlackTarget, Target
-from askgate.record import Record
+from askgate.domain.models import SlackTarget, Target
+from askgate.store.record import Record
 
 from askgate_slack import render
 from askgate_slack.client import CHANNEL, Workspace, Workspaces, call, error_code

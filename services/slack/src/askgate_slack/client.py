@@ -20,7 +20,7 @@ from askgate.channels import (
     TransientError,
     id_list,
 )
-from askgate.tenants import Tenant
+from askgate.store.tenants import Tenant
 from redis.asyncio import Redis
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.signature import Clock, SignatureVerifier

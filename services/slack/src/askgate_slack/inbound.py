@@ -27,11 +27,11 @@ from askgate.channels import (
     ThrottledError,
     may_answer,
 )
-from askgate.i18n import t
-from askgate.models import Responder, SlackTarget
-from askgate.record import Record
-from askgate.status import DeliveryState
-from askgate.store import Store
+from askgate.domain.i18n import t
+from askgate.domain.models import Responder, SlackTarget
+from askgate.domain.status import DeliveryState
+from askgate.store.record import Record
+from askgate.store.store import Store
 
 from askgate_slack import render
 from askgate_slack.adapter import is_dm, is_user

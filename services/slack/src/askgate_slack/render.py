@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from askgate.i18n import t
-from askgate.models import RECOMMENDED, QuestionIn
-from askgate.record import Record
-from askgate.render import guidance, prompt_text, summary_text
+from askgate.channels.render import guidance, prompt_text, summary_text
+from askgate.domain.i18n import t
+from askgate.domain.models import RECOMMENDED, QuestionIn
+from askgate.store.record import Record
 from slack_sdk.errors import SlackObjectFormationError
 from slack_sdk.models.blocks import (
     ActionsBlock,

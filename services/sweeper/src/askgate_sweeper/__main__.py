@@ -1,5 +1,5 @@
 """`askgate-sweeper`: ends expired questions as no_answer/timeout, fires the reminders and
-escalation steps that fall due (`askgate.timers`), and fails chat targets that no live
+escalation steps that fall due (`askgate.store.timers`), and fails chat targets that no live
 worker of their channel showed in time (the watchdog), so an ask to a channel nobody
 serves ends as delivery_failed instead of waiting for its timeout.
 
@@ -16,12 +16,13 @@ import time
 from collections.abc import Awaitable, Callable
 
 import structlog
-from askgate import health, keys
-from askgate.conn import connect
-from askgate.models import CHANNELS
-from askgate.runner import worker_main
+from askgate.domain.models import CHANNELS
+from askgate.runtime import health
+from askgate.runtime.runner import worker_main
 from askgate.settings import Settings
-from askgate.store import Store
+from askgate.store import keys
+from askgate.store.conn import connect
+from askgate.store.store import Store
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError

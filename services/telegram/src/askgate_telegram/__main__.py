@@ -6,7 +6,7 @@ prompt is claimed in Redis before it is sent. `--check` is the liveness probe.
 
 from __future__ import annotations
 
-from askgate.runner import worker_main
+from askgate.runtime.runner import worker_main
 
 from askgate_telegram.config import TelegramSettings
 from askgate_telegram.service import SERVICE, serve

@@ -16,10 +16,10 @@ from typing import Any
 
 from aiogram.types import Message, ReplyParameters
 from askgate.channels import ExtraMessage, PermanentError, SentPrompt, StalePolicy
-from askgate.models import Target, TelegramTarget
-from askgate.record import Record
-from askgate.signing import session_link
-from askgate.timeutil import now_ms
+from askgate.domain.models import Target, TelegramTarget
+from askgate.domain.signing import session_link
+from askgate.domain.timeutil import now_ms
+from askgate.store.record import Record
 
 from askgate_telegram import compose, render
 from askgate_telegram.client import CHANNEL, Bots, TenantBot, call, not_modified

@@ -31,7 +31,7 @@ from askgate.channels import (
     TransientError,
     id_list,
 )
-from askgate.tenants import Tenant
+from askgate.store.tenants import Tenant
 from redis.asyncio import Redis
 
 from askgate_telegram.config import TelegramSettings

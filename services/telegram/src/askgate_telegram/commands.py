@@ -9,7 +9,7 @@ import structlog
 from aiogram import Bot, Router
 from aiogram.filters import Command
 from aiogram.types import BotCommand, Message
-from askgate.i18n import MESSAGES, locale_of, t
+from askgate.domain.i18n import MESSAGES, locale_of, t
 
 from askgate_telegram import compose
 from askgate_telegram.adapter import COPY

@@ -24,10 +24,10 @@ from aiogram.utils.formatting import (
     TextLink,
     TextMention,
 )
-from askgate.i18n import t
-from askgate.models import QuestionIn
-from askgate.record import Record
-from askgate.render import guidance
+from askgate.channels.render import guidance
+from askgate.domain.i18n import t
+from askgate.domain.models import QuestionIn
+from askgate.store.record import Record
 
 from askgate_telegram.render import TEXT_LIMIT, kind_of
 

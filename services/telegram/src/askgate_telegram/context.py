@@ -17,10 +17,10 @@ from askgate.channels import (
     ThrottledError,
     may_answer,
 )
-from askgate.models import Responder, TelegramTarget
-from askgate.record import Record
-from askgate.status import DeliveryState
-from askgate.store import Store
+from askgate.domain.models import Responder, TelegramTarget
+from askgate.domain.status import DeliveryState
+from askgate.store.record import Record
+from askgate.store.store import Store
 
 from askgate_telegram.adapter import TelegramAdapter
 from askgate_telegram.client import CHANNEL, Bots, TenantBot, call

@@ -15,7 +15,7 @@ import structlog
 from aiogram import Bot, Dispatcher
 from aiogram.types import TelegramObject, Update
 from askgate.channels import ChannelWorker, Dedupe
-from askgate.store import Store
+from askgate.store.store import Store
 
 from askgate_telegram.adapter import TelegramAdapter
 from askgate_telegram.client import CHANNEL, Bots

@@ -17,10 +17,10 @@ from typing import Literal
 
 from aiogram.filters.callback_data import CallbackData
 from aiogram.types import InlineKeyboardButton, InlineKeyboardMarkup
-from askgate.i18n import t
-from askgate.models import QuestionIn
-from askgate.record import Record
-from askgate.render import summary_text
+from askgate.channels.render import summary_text
+from askgate.domain.i18n import t
+from askgate.domain.models import QuestionIn
+from askgate.store.record import Record
 
 TEXT_LIMIT = 4096  # Telegram's message text limit, in characters
 CHECK = "✓ "

@@ -14,7 +14,7 @@ import structlog
 from aiogram import Bot, Router
 from aiogram.types import Message
 from askgate.channels import Answering
-from askgate.record import Record
+from askgate.store.record import Record
 
 from askgate_telegram import compose
 from askgate_telegram.adapter import COPY

@@ -8,8 +8,8 @@ import structlog
 from aiogram import Bot, Router
 from aiogram.types import CallbackQuery, ForceReply, User
 from askgate.channels import Answering, Outcome, PlatformError
-from askgate.i18n import t
-from askgate.record import Record
+from askgate.domain.i18n import t
+from askgate.store.record import Record
 
 from askgate_telegram import compose, render
 from askgate_telegram.client import TenantBot, call

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 
 from askgate.channels import ChannelService
-from askgate.runner import worker_main
+from askgate.runtime.runner import worker_main
 
 from askgate_text.adapter import TextAdapter
 from askgate_text.client import TextClient

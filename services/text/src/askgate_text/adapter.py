@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from askgate.channels import PermanentError, SentPrompt, StalePolicy
-from askgate.models import Target, TextTarget
-from askgate.record import Record
-from askgate.tenants import load_tenant
+from askgate.domain.models import Target, TextTarget
+from askgate.store.record import Record
+from askgate.store.tenants import load_tenant
 from redis.asyncio import Redis
 
 from askgate_text.client import TextClient

@@ -1,5 +1,5 @@
 """The platform side: one signed JSON POST to a target's url, to an address the outbound
-policy allows (askgate.netguard) for the question's tenant, checked right before it is
+policy allows (askgate.domain.netguard) for the question's tenant, checked right before it is
 made; its answer as the kit's errors (4xx or a refused address: permanent; 5xx, 429,
 timeouts, dropped connections: transient)."""
 
@@ -9,10 +9,10 @@ import time
 
 import httpx
 import orjson
-from askgate import netguard
-from askgate.errors import PermanentError, ThrottledError, TransientError
-from askgate.outbound import CONNECTION_FAILED, TIMEOUT, post_async, signed_headers
-from askgate.tenants import load_tenant
+from askgate.domain import netguard
+from askgate.domain.errors import PermanentError, ThrottledError, TransientError
+from askgate.runtime.outbound import CONNECTION_FAILED, TIMEOUT, post_async, signed_headers
+from askgate.store.tenants import load_tenant
 from redis.asyncio import Redis
 
 from askgate_text.config import TextSettings

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from askgate.record import Record
-from askgate.render import prompt_text, summary_text
-from askgate.timeutil import iso
+from askgate.channels.render import prompt_text, summary_text
+from askgate.domain.timeutil import iso
+from askgate.store.record import Record
 
 
 def question_payload(rec: Record) -> dict[str, Any]:

@@ -11,11 +11,11 @@ import asyncio
 import sys
 
 import uvicorn
-from askgate import health
-from askgate.conn import check_redis
-from askgate.errors import ConfigError
-from askgate.logs import configure_logging
+from askgate.domain.errors import ConfigError
+from askgate.runtime import health
+from askgate.runtime.logs import configure_logging
 from askgate.settings import Settings, load
+from askgate.store.conn import check_redis
 
 from askgate_web.app import create_app
 from askgate_web.config import SERVICE

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import orjson
 import structlog
-from askgate import health
-from askgate.asgi import BodyLimit
-from askgate.conn import connect
-from askgate.errors import AskgateError
-from askgate.i18n import t
-from askgate.models import describe_errors
+from askgate.domain.asgi import BodyLimit
+from askgate.domain.errors import AskgateError
+from askgate.domain.i18n import t
+from askgate.domain.models import describe_errors
+from askgate.runtime import health
 from askgate.settings import Settings
-from askgate.store import Store
+from askgate.store.conn import connect
+from askgate.store.store import Store
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, PlainTextResponse, Response

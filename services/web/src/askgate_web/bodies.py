@@ -1,4 +1,4 @@
-"""How the Control UI reads a JSON body: orjson (strict, see askgate.asgi) in place of the
+"""How the Control UI reads a JSON body: orjson (strict, see askgate.domain.asgi) in place of the
 standard library's decoder, for every FastAPI route. Its JSONDecodeError is the standard
 one's subclass, so FastAPI reports it as `json_invalid` (models.describe_errors)."""
 

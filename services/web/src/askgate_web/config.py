@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from askgate.models import LOCALES, Responder
+from askgate.domain.models import LOCALES, Responder
 
 SERVICE = "web"
 # Every answer given on a page is recorded as coming from the web channel.

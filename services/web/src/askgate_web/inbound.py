@@ -14,14 +14,14 @@ from urllib.parse import urlencode
 
 import orjson
 import structlog
-from askgate.errors import AlreadyFinal, IncompleteAnswer, NotFound, ValidationFailed
-from askgate.i18n import t
-from askgate.models import FREE_TEXT_MAX
-from askgate.record import Record
-from askgate.signing import verify_session_link
-from askgate.status import Reason
-from askgate.store import Store
-from askgate.timeutil import now_ms
+from askgate.domain.errors import AlreadyFinal, IncompleteAnswer, NotFound, ValidationFailed
+from askgate.domain.i18n import t
+from askgate.domain.models import FREE_TEXT_MAX
+from askgate.domain.signing import verify_session_link
+from askgate.domain.status import Reason
+from askgate.domain.timeutil import now_ms
+from askgate.store.record import Record
+from askgate.store.store import Store
 from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response, StreamingResponse
 

@@ -14,14 +14,14 @@ from typing import Annotated, Any
 from urllib.parse import urlencode, urlsplit
 
 import orjson
-from askgate.i18n import t
-from askgate.models import Target
-from askgate.record import Record
-from askgate.render import duration
-from askgate.signing import verify_operator_link
-from askgate.store import Store
-from askgate.tenants import tenant_for_key
-from askgate.timeutil import now_ms
+from askgate.channels.render import duration
+from askgate.domain.i18n import t
+from askgate.domain.models import Target
+from askgate.domain.signing import verify_operator_link
+from askgate.domain.timeutil import now_ms
+from askgate.store.record import Record
+from askgate.store.store import Store
+from askgate.store.tenants import tenant_for_key
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response, StreamingResponse
 

@@ -10,11 +10,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from askgate.i18n import t
-from askgate.models import FREE_TEXT_MAX, RECOMMENDED, QuestionIn
-from askgate.record import Record
-from askgate.render import summary_text
-from askgate.status import Status
+from askgate.channels.render import summary_text
+from askgate.domain.i18n import t
+from askgate.domain.models import FREE_TEXT_MAX, RECOMMENDED, QuestionIn
+from askgate.domain.status import Status
+from askgate.store.record import Record
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 ENV = Environment(

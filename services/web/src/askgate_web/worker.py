@@ -15,14 +15,14 @@ from dataclasses import dataclass
 
 import orjson
 import structlog
-from askgate import keys
-from askgate.events import (
+from askgate.domain.events import (
     EventType,
     QuestionCreated,
     QuestionEscalate,
     QuestionResolved,
     parse_event,
 )
+from askgate.store import keys
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 

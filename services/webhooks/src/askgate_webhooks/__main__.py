@@ -30,14 +30,14 @@ import time
 
 import orjson
 import structlog
-from askgate import health, keys
-from askgate.cli import client
-from askgate.conn import check_redis, connect, connect_sync
-from askgate.consumer import StreamConsumer
-from askgate.errors import ConfigError
-from askgate.logs import configure_logging
-from askgate.runner import run_service
+from askgate.domain.errors import ConfigError
+from askgate.runtime import health
+from askgate.runtime.consumer import StreamConsumer
+from askgate.runtime.logs import configure_logging
+from askgate.runtime.runner import run_service
 from askgate.settings import load
+from askgate.store import keys
+from askgate.store.conn import check_redis, connect, connect_sync
 
 from askgate_webhooks import jobs
 from askgate_webhooks.config import WebhookSettings
@@ -154,8 +154,9 @@ def run_worker(settings: WebhookSettings) -> None:
         redis.close()
 
 
-async def print_dead(tenant: str | None, limit: int) -> int:
-    redis = client()
+async def print_dead(settings: WebhookSettings, tenant: str | None, limit: int) -> int:
+    check_redis(settings)
+    redis = connect(settings.redis_url, cluster=settings.redis_cluster, max_connections=4)
     try:
         for row in await list_dead(redis, tenant, limit):
             print(orjson.dumps(row).decode())
@@ -184,9 +185,9 @@ def main(argv: list[str] | None = None) -> None:
     dead.add_argument("--limit", type=int, default=50)
     args = parser.parse_args(argv)
     try:
-        if args.role == "dead":
-            raise SystemExit(asyncio.run(print_dead(args.tenant, args.limit)))
         settings = load(WebhookSettings)
+        if args.role == "dead":
+            raise SystemExit(asyncio.run(print_dead(settings, args.tenant, args.limit)))
         if args.check:
             raise SystemExit(
                 asyncio.run(

@@ -1,11 +1,11 @@
 """The signed POST of one attempt (sync: it runs in RQ jobs), to an address the outbound
-policy allows (askgate.netguard), checked again right before it is made."""
+policy allows (askgate.domain.netguard), checked again right before it is made."""
 
 from __future__ import annotations
 
 import httpx
-from askgate import netguard
-from askgate.outbound import Outcome, post_sync, signed_headers
+from askgate.domain import netguard
+from askgate.runtime.outbound import Outcome, post_sync, signed_headers
 
 USER_AGENT = "askgate-webhooks/0.1"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from askgate import keys
+from askgate.store import keys
 from redis.asyncio import Redis
 
 

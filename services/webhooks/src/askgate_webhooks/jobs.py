@@ -23,13 +23,14 @@ from typing import Any
 import httpx
 import orjson
 import structlog
-from askgate import keys, netguard
-from askgate.conn import SyncClient, connect_sync
-from askgate.outbound import Outcome
-from askgate.record import Record, record_from
+from askgate.domain import netguard
+from askgate.domain.timeutil import iso, now_ms
+from askgate.runtime.outbound import Outcome
 from askgate.settings import load
-from askgate.tenants import webhook_settings
-from askgate.timeutil import iso, now_ms
+from askgate.store import keys
+from askgate.store.conn import SyncClient, connect_sync
+from askgate.store.record import Record, record_from
+from askgate.store.tenants import webhook_settings
 from redis import Redis
 from rq import Queue, get_current_job
 from rq.exceptions import DuplicateJobError

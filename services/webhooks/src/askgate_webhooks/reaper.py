@@ -20,11 +20,11 @@ from __future__ import annotations
 import asyncio
 
 import structlog
-from askgate import keys
-from askgate.conn import SyncClient
-from askgate.outbound import Outcome
-from askgate.record import record_from
-from askgate.timeutil import now_ms
+from askgate.domain.timeutil import now_ms
+from askgate.runtime.outbound import Outcome
+from askgate.store import keys
+from askgate.store.conn import SyncClient
+from askgate.store.record import record_from
 from redis import Redis
 from rq import Queue
 

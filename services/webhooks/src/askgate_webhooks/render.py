@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from askgate.record import Record
-from askgate.timeutil import iso
+from askgate.domain.timeutil import iso
+from askgate.store.record import Record
 
 
 def result_body(rec: Record) -> bytes:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from askgate import keys
+from askgate.store import keys
 from redis import Redis
 
 WRITE = """

@@ -12,10 +12,10 @@ import asyncio
 from typing import Any
 
 import structlog
-from askgate import keys
-from askgate.consumer import Event
-from askgate.events import QuestionLateAnswer, QuestionResolved
-from askgate.timeutil import iso, now_ms
+from askgate.domain.events import QuestionLateAnswer, QuestionResolved
+from askgate.domain.timeutil import iso, now_ms
+from askgate.runtime.consumer import Event
+from askgate.store import keys
 from redis import Redis
 
 from askgate_webhooks import jobs

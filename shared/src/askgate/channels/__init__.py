@@ -24,8 +24,8 @@ from askgate.channels.inbound import (
 )
 from askgate.channels.service import ChannelService, ChannelSettings, consumer_name
 from askgate.channels.worker import REMINDER, ChannelWorker, DeliveryPolicy, RateGate
-from askgate.errors import PermanentError, PlatformError, ThrottledError, TransientError
-from askgate.ledger import StalePolicy
+from askgate.domain.errors import PermanentError, PlatformError, ThrottledError, TransientError
+from askgate.store.ledger import StalePolicy
 
 __all__ = [
     "REMINDER",

@@ -3,7 +3,7 @@
 A worker says how to show a prompt, how to turn a shown prompt into its summary, and
 which destination (chat, channel) a target names, for rate limits. Everything else,
 claiming, retries, crash recovery, finalising every prompt once, is the kit's
-(`ChannelWorker`). Adapters raise `askgate.errors.PermanentError` (the target fails),
+(`ChannelWorker`). Adapters raise `askgate.domain.errors.PermanentError` (the target fails),
 `TransientError` (tried again with back-off) or `ThrottledError` (a 429: the
 destination waits) and nothing else for a platform's answers.
 """
@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from askgate.ledger import StalePolicy
-from askgate.models import Target
-from askgate.record import Record
+from askgate.domain.models import Target
+from askgate.store.ledger import StalePolicy
+from askgate.store.record import Record
 
 
 @dataclass(frozen=True)

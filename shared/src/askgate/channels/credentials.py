@@ -14,8 +14,8 @@ from typing import Any, Generic, TypeVar
 import structlog
 from redis.asyncio import Redis
 
-from askgate import keys
-from askgate.tenants import Tenant, load_tenant
+from askgate.store import keys
+from askgate.store.tenants import Tenant, load_tenant
 
 log = structlog.get_logger("askgate.channels")
 C = TypeVar("C")

@@ -13,16 +13,16 @@ from typing import Literal
 import orjson
 from redis.asyncio import Redis
 
-from askgate import keys
-from askgate.answers import ended_message
 from askgate.channels.adapter import ExtraMessage
-from askgate.errors import AlreadyFinal, IncompleteAnswer, ValidationFailed
-from askgate.i18n import t
-from askgate.models import Responder
-from askgate.record import Record
-from askgate.status import Reason
-from askgate.store import Store
-from askgate.timeutil import now_ms
+from askgate.domain.answers import ended_message
+from askgate.domain.errors import AlreadyFinal, IncompleteAnswer, ValidationFailed
+from askgate.domain.i18n import t
+from askgate.domain.models import Responder
+from askgate.domain.status import Reason
+from askgate.domain.timeutil import now_ms
+from askgate.store import keys
+from askgate.store.record import Record
+from askgate.store.store import Store
 
 # Platforms give up redelivering an event well within a day.
 DEDUPE_TTL_S = 86_400

@@ -23,11 +23,11 @@ from redis.exceptions import RedisError
 
 from askgate.channels.adapter import ChannelAdapter
 from askgate.channels.worker import ChannelWorker, DeliveryPolicy
-from askgate.conn import connect
-from askgate.consumer import StreamConsumer
-from askgate.health import Problem, beat, beat_forever, instance_name
+from askgate.runtime.consumer import StreamConsumer
+from askgate.runtime.health import Problem, beat, beat_forever, instance_name
 from askgate.settings import Settings
-from askgate.store import Store
+from askgate.store.conn import connect
+from askgate.store.store import Store
 
 log = structlog.get_logger("askgate.channels")
 
@@ -37,7 +37,7 @@ Task = Callable[[asyncio.Event], Coroutine[Any, Any, None]]
 class ChannelSettings(Settings):
     """What every channel worker shares, on top of askgate's own settings."""
 
-    # The stream consumer (askgate.consumer): how long one read blocks, when a dead
+    # The stream consumer (askgate.runtime.consumer): how long one read blocks, when a dead
     # consumer's entries are reclaimed, and how often to look for them.
     consumer_block_ms: int = Field(2000, ge=10)
     consumer_claim_idle_ms: int = Field(30_000, ge=10)

@@ -36,15 +36,20 @@ from askgate.channels.adapter import (
     SentPrompt,
 )
 from askgate.channels.inbound import PromptIndex, Selections
-from askgate.consumer import Event, RetryLater
-from askgate.errors import PermanentError, ThrottledError, TransientError
-from askgate.events import QuestionCreated, QuestionEscalate, QuestionRemind, QuestionResolved
-from askgate.ledger import StalePolicy
-from askgate.models import Target
-from askgate.record import Record
-from askgate.render import reminder_text
-from askgate.status import DeliveryState
-from askgate.store import Store
+from askgate.channels.render import reminder_text
+from askgate.domain.errors import PermanentError, ThrottledError, TransientError
+from askgate.domain.events import (
+    QuestionCreated,
+    QuestionEscalate,
+    QuestionRemind,
+    QuestionResolved,
+)
+from askgate.domain.models import Target
+from askgate.domain.status import DeliveryState
+from askgate.runtime.consumer import Event, RetryLater
+from askgate.store.ledger import StalePolicy
+from askgate.store.record import Record
+from askgate.store.store import Store
 
 log = structlog.get_logger("askgate.channels")
 

@@ -21,11 +21,11 @@ import orjson
 from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 
-from askgate import followup_scripts, keys, scripts
-from askgate.record import NO_ANSWER, Record
+from askgate.domain.status import DeliveryState
+from askgate.domain.timeutil import iso, now_ms
 from askgate.settings import Settings
-from askgate.status import DeliveryState
-from askgate.timeutil import iso, now_ms
+from askgate.store import followup_scripts, keys, scripts
+from askgate.store.record import NO_ANSWER, Record
 
 
 class StalePolicy(StrEnum):

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
-from askgate.models import CHANNELS
+from askgate.domain.models import CHANNELS
 
 # Upper bounds (seconds) of the answer-latency histogram's buckets.
 LATENCY_BUCKETS_S = (5, 15, 30, 60, 120, 300, 600, 900, 1800, 3600)

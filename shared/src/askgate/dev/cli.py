@@ -11,12 +11,12 @@ from pathlib import Path
 import orjson
 from pydantic import ValidationError
 
-from askgate import keys, tenants
-from askgate.conn import Client, check_mode, connect
-from askgate.errors import ConfigError
-from askgate.models import Remind, validation_message
+from askgate.domain.errors import ConfigError
+from askgate.domain.models import Remind, validation_message
+from askgate.domain.signing import operator_link
 from askgate.settings import Settings, load
-from askgate.signing import operator_link
+from askgate.store import keys, tenants
+from askgate.store.conn import Client, check_mode, connect
 
 RUN_DIR = Path(os.environ.get("ASKGATE_RUN_DIR", ".run"))
 
@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     if args.cmd == "run":
-        from askgate.devstack import run_stack
+        from askgate.dev.devstack import run_stack
 
         raise SystemExit(run_stack(embedded_redis=not args.no_redis))
     try:

@@ -13,13 +13,13 @@ import orjson
 from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 
-from askgate import followup_scripts, keys
-from askgate.ledger import watch_member
-from askgate.models import Responder
-from askgate.record import Record, record_from
+from askgate.domain.models import Responder
+from askgate.domain.timeutil import iso, now_ms
 from askgate.settings import Settings
-from askgate.timers import Timer, TimerKind
-from askgate.timeutil import iso, now_ms
+from askgate.store import followup_scripts, keys
+from askgate.store.ledger import watch_member
+from askgate.store.record import Record, record_from
+from askgate.store.timers import Timer, TimerKind
 
 # At most this many late answers are kept per question (the first is what matters; a
 # few more show that several people tried).

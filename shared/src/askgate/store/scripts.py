@@ -13,9 +13,9 @@ from collections.abc import Mapping, Set
 from enum import StrEnum
 from typing import TypeVar
 
-from askgate.keys import LUA_KEYS
-from askgate.metrics import LUA_METRICS
-from askgate.status import DELIVERY_TRANSITIONS, TRANSITIONS
+from askgate.domain.status import DELIVERY_TRANSITIONS, TRANSITIONS
+from askgate.store.keys import LUA_KEYS
+from askgate.store.metrics import LUA_METRICS
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -223,7 +223,7 @@ return out
 """
 )
 
-# The delivery ledger (askgate.ledger). Per target i: its state `ds:<i>` in the question
+# The delivery ledger (askgate.store.ledger). Per target i: its state `ds:<i>` in the question
 # hash (short, so the hash stays a listpack); in the deliveries hash its JSON `d:<i>`
 # (what the resource shows), claim count `n:<i>`, lease `l:<i>` = `<until ms>:<owner>`
 # and summary mark `s:<i>`. Every change follows DELIVERY_ALLOWED.

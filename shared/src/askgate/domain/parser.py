@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from askgate.i18n import SKIP_WORDS, t
-from askgate.models import RECOMMENDED, QuestionIn
+from askgate.domain.i18n import SKIP_WORDS, t
+from askgate.domain.models import RECOMMENDED, QuestionIn
 
 _NUMBER = re.compile(r"^\s*(\d{1,3})\s*[.)]?\s*$")
 _SPLIT = re.compile(r"[,;\n]")

@@ -16,8 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-from askgate.cli import RUN_DIR
-from askgate.redis_server import PortTaken, RedisProcess, free_port
+from askgate.dev.cli import RUN_DIR
+from askgate.dev.redis_server import PortTaken, RedisProcess, free_port
 
 EMBEDDED_REDIS_PORT = 6399
 

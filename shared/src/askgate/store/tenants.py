@@ -18,10 +18,10 @@ import orjson
 from redis import Redis as SyncRedis
 from redis.asyncio import Redis
 
-from askgate import keys
-from askgate.models import Remind
-from askgate.netguard import parse_cidrs
-from askgate.timeutil import now_ms
+from askgate.domain.models import Remind
+from askgate.domain.netguard import parse_cidrs
+from askgate.domain.timeutil import now_ms
+from askgate.store import keys
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class Tenant:
     max_pending: int | None = None
     asks_per_s: int | None = None
     channels: dict[str, Any] | None = None
-    # Non-public ranges this tenant's URLs may reach (askgate.netguard), as CIDR text.
+    # Non-public ranges this tenant's URLs may reach (askgate.domain.netguard), as CIDR text.
     outbound_allow: tuple[str, ...] = ()
     remind: Remind | None = None  # reminders of an ask that says none itself
 

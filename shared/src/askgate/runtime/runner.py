@@ -17,11 +17,11 @@ from typing import TypeVar
 
 import structlog
 
-from askgate import health
-from askgate.conn import check_redis
-from askgate.errors import ConfigError
-from askgate.logs import configure_logging
+from askgate.domain.errors import ConfigError
+from askgate.runtime import health
+from askgate.runtime.logs import configure_logging
 from askgate.settings import Settings, load
+from askgate.store.conn import check_redis
 
 S = TypeVar("S", bound=Settings)
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from redis.asyncio import Redis
 
-from askgate import keys
-from askgate.errors import NotFound, ValidationFailed
-from askgate.record import Record, decode_hash, record_from
+from askgate.domain.errors import NotFound, ValidationFailed
+from askgate.domain.status import Status
+from askgate.domain.timeutil import now_ms
 from askgate.settings import Settings
-from askgate.status import Status
-from askgate.timeutil import now_ms
+from askgate.store import keys
+from askgate.store.record import Record, decode_hash, record_from
 
 
 class Queries:
@@ -130,7 +130,7 @@ class Queries:
         return rec if int(rec.f.get("resolved") or 0) + window_ms >= now_ms() else None
 
     async def counters(self) -> list[dict[bytes, bytes]]:
-        """Every shard's metrics hash (see askgate.metrics), for /metrics."""
+        """Every shard's metrics hash (see askgate.store.metrics), for /metrics."""
         async with self.redis.pipeline(transaction=False) as pipe:
             for shard in range(keys.SHARDS):
                 pipe.hgetall(keys.metrics(shard))

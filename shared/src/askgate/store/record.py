@@ -15,11 +15,11 @@ from typing import Any
 import orjson
 from pydantic import TypeAdapter
 
-from askgate import keys
-from askgate.models import QuestionIn, Remind, Responder, Target
-from askgate.resource import Delivery, QuestionPublic
-from askgate.status import DeliveryState, Reason, Status
-from askgate.timeutil import iso
+from askgate.domain.models import QuestionIn, Remind, Responder, Target
+from askgate.domain.resource import Delivery, QuestionPublic
+from askgate.domain.status import DeliveryState, Reason, Status
+from askgate.domain.timeutil import iso
+from askgate.store import keys
 
 NO_ANSWER = orjson.dumps({"status": "no_answer"})
 TARGETS: TypeAdapter[list[Target]] = TypeAdapter(list[Target])
@@ -60,7 +60,7 @@ class Step:
 
 @dataclass(frozen=True)
 class DeliveryInfo:
-    """One target's delivery as the ledger recorded it (see askgate.ledger)."""
+    """One target's delivery as the ledger recorded it (see askgate.store.ledger)."""
 
     index: int
     target: Target

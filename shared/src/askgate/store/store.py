@@ -13,9 +13,8 @@ import orjson
 from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 
-from askgate import keys, scripts
-from askgate.answers import canonical_answers, ended_message, late_message
-from askgate.errors import (
+from askgate.domain.answers import canonical_answers, ended_message, late_message
+from askgate.domain.errors import (
     AlreadyFinal,
     IncompleteAnswer,
     NotFound,
@@ -23,22 +22,23 @@ from askgate.errors import (
     SessionBusy,
     ValidationFailed,
 )
-from askgate.followup import FollowUp
-from askgate.ledger import Ledger, watch_member
-from askgate.models import FREE_TEXT_MAX, QuestionCreate, Remind, Responder
-from askgate.parser import ParsedReply, parse_reply
-from askgate.queries import Queries
-from askgate.record import (
+from askgate.domain.models import FREE_TEXT_MAX, QuestionCreate, Remind, Responder
+from askgate.domain.parser import ParsedReply, parse_reply
+from askgate.domain.status import Reason, Status
+from askgate.domain.timeutil import iso, now_ms
+from askgate.settings import Settings
+from askgate.store import keys, scripts
+from askgate.store.followup import FollowUp
+from askgate.store.ledger import Ledger, watch_member
+from askgate.store.queries import Queries
+from askgate.store.record import (
     NO_ANSWER,
     Record,
     encode_doc,
     new_question_id,
     result_json,
 )
-from askgate.settings import Settings
-from askgate.status import Reason, Status
-from askgate.timers import plan
-from askgate.timeutil import iso, now_ms
+from askgate.store.timers import plan
 
 
 class Store(Queries):

@@ -20,8 +20,8 @@ import structlog
 from redis.asyncio import Redis
 from redis.exceptions import RedisError, ResponseError
 
-from askgate import keys
-from askgate.events import QuestionEvent, parse_event
+from askgate.domain.events import QuestionEvent, parse_event
+from askgate.store import keys
 
 log = structlog.get_logger("askgate.consumer")
 

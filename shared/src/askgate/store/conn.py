@@ -22,9 +22,9 @@ from redis.asyncio.cluster import RedisCluster
 from redis.cluster import RedisCluster as SyncRedisCluster
 from redis.exceptions import RedisError
 
-from askgate import keys
-from askgate.errors import ConfigError
+from askgate.domain.errors import ConfigError
 from askgate.settings import Settings
+from askgate.store import keys
 
 # What askgate's code holds: either client answers the same commands for keys that
 # share one hash tag.

@@ -1,10 +1,10 @@
 """Outgoing signed POSTs (webhooks, the plain-text channel): the headers, the POST to a
-checked address (askgate.netguard), and what an answer means for a retry. The HTTP
+checked address (askgate.domain.netguard), and what an answer means for a retry. The HTTP
 client itself belongs to each service (sync in RQ jobs, async in stream workers) and
 never follows redirects.
 
 Signature: `X-Askgate-Signature: v1=<hex HMAC-SHA256(secret, f"{timestamp}." + body)>`
-with `X-Askgate-Timestamp: <unix seconds>` (`askgate.signing.webhook_signature`).
+with `X-Askgate-Timestamp: <unix seconds>` (`askgate.domain.signing.webhook_signature`).
 
 A tenant sees only a coarse class of failure (`timeout`, `connection failed`, `HTTP 503`,
 `refused: address not allowed`) in `webhook.attempts` and `deliveries`: the raw error
@@ -20,8 +20,8 @@ from email.utils import parsedate_to_datetime
 import httpx
 import structlog
 
-from askgate import netguard
-from askgate.signing import webhook_signature
+from askgate.domain import netguard
+from askgate.domain.signing import webhook_signature
 
 log = structlog.get_logger("askgate.outbound")
 TIMEOUT = "timeout"

@@ -86,7 +86,7 @@ def due(shard: int) -> str:
 
 
 def timers(shard: int) -> str:
-    """ZSET of the shard's reminders and escalation steps (`askgate.timers.Timer.member`)
+    """ZSET of the shard's reminders and escalation steps (`askgate.store.timers.Timer.member`)
     scored by when each is due (ms): the sweeper pops the due ones."""
     return f"{tag(shard)}:timers"
 

@@ -16,9 +16,9 @@ import orjson
 import structlog
 from redis.asyncio import Redis
 
-from askgate import keys
-from askgate.conn import connect
-from askgate.timeutil import now_ms
+from askgate.domain.timeutil import now_ms
+from askgate.store import keys
+from askgate.store.conn import connect
 
 HEALTH_EVERY_S = 5.0
 HEALTH_TTL_S = 20

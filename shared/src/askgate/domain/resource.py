@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from askgate.models import Locale, QuestionIn, Remind, Responder
-from askgate.status import Reason, Status
+from askgate.domain.models import Locale, QuestionIn, Remind, Responder
+from askgate.domain.status import Reason, Status
 
 
 class Delivery(BaseModel):

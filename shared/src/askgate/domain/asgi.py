@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from askgate.errors import ValidationFailed
+from askgate.domain.errors import ValidationFailed
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

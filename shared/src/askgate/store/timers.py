@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from askgate.models import EscalationStep, Remind
+from askgate.domain.models import EscalationStep, Remind
 
 
 class TimerKind(StrEnum):

@@ -24,7 +24,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from askgate.asgi import invalid_json_message
+from askgate.domain.asgi import invalid_json_message
 
 ID_RE = regex.compile(r"^[a-z][a-z0-9_]*$")
 GRAPHEME = regex.compile(r"\X")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from askgate.errors import IncompleteAnswer, ValidationFailed
-from askgate.i18n import t
-from askgate.models import FREE_TEXT_MAX, QuestionIn, show
-from askgate.parser import match_label
-from askgate.status import Reason, Status
+from askgate.domain.errors import IncompleteAnswer, ValidationFailed
+from askgate.domain.i18n import t
+from askgate.domain.models import FREE_TEXT_MAX, QuestionIn, show
+from askgate.domain.parser import match_label
+from askgate.domain.status import Reason, Status
 
 
 def canonical_answers(

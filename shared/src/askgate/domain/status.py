@@ -39,7 +39,7 @@ def can_transition(current: Status, new: Status) -> bool:
 
 
 class DeliveryState(StrEnum):
-    """One target's delivery (the ledger, `askgate.ledger`)."""
+    """One target's delivery (the ledger, `askgate.store.ledger`)."""
 
     PENDING = "pending"  # not shown yet; a worker may claim it
     SENDING = "sending"  # claimed by a worker with a lease, the platform call in flight

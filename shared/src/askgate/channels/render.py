@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from askgate.i18n import t
-from askgate.models import QuestionIn
-from askgate.record import Record
-from askgate.status import Status
+from askgate.domain.i18n import t
+from askgate.domain.models import QuestionIn
+from askgate.domain.status import Status
+from askgate.store.record import Record
 
 
 def guidance(questions: Sequence[QuestionIn], locale: str) -> str:

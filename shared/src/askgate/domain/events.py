@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from askgate.status import Reason, Status
+from askgate.domain.status import Reason, Status
 
 
 class EventType(StrEnum):
