@@ -133,7 +133,7 @@ async def web_client(settings: Settings, redis: Redis) -> AsyncIterator[httpx.As
 
 
 def ask_body(session: str = "s1", **extra: Any) -> dict[str, Any]:
-    """The SPEC §1 example ask, with the context beside it."""
+    """The README "The ask" example ask, with the context beside it."""
     return {
         "questions": [
             {

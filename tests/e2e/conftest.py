@@ -45,7 +45,7 @@ async def pending_question(api: ApiProcess, headers: dict[str, str], session: st
 
 
 async def answer_production(api: ApiProcess, headers: dict[str, str], question_id: str) -> None:
-    """The human picks Production for the seed example's deploy_target."""
+    """The human picks Production for the README example's deploy_target."""
     async with httpx.AsyncClient(base_url=api.url, headers=headers) as http:
         r = await http.post(
             f"/v1/questions/{question_id}/answer",

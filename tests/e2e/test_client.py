@@ -33,7 +33,7 @@ async def session_questions(api: ApiProcess, tenant: Tenant, session: str) -> li
 
 
 async def test_ask_returns_seed_result(api_server: ApiProcess, tenant: Tenant) -> None:
-    """ask() blocks until the human answers and returns exactly the seed's result."""
+    """ask() blocks until the human answers and returns exactly the contract's result."""
     async with AsyncAskgate(api_server.url, tenant.api_key, session="s1") as ag:
         task = asyncio.create_task(ag.ask(QUESTIONS, timeout_s=300))
         question = await pending_question(api_server, tenant.headers, "s1")
@@ -128,7 +128,7 @@ async def test_cancelling_ask_cancels_question(api_server: ApiProcess, tenant: T
 
 
 async def test_skip_gives_no_answer_with_reason(api_server: ApiProcess, tenant: Tenant) -> None:
-    """A skipped question gives the seed's no_answer result and reason skipped."""
+    """A skipped question gives the contract's no_answer result and reason skipped."""
     async with AsyncAskgate(api_server.url, tenant.api_key, session="s1") as ag:
         task = asyncio.create_task(ag.ask(QUESTIONS, timeout_s=300))
         question = await pending_question(api_server, tenant.headers, "s1")

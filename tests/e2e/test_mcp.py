@@ -52,8 +52,10 @@ async def mcp_client(api_server: ApiProcess, tenant: Tenant, **env: str) -> Asyn
         yield client
 
 
-async def test_lists_ask_user_with_seed_schema(api_server: ApiProcess, tenant: Tenant) -> None:
-    """tools/list has one tool, ask_user, whose schema is the seed's: the SPEC example
+async def test_lists_ask_user_with_the_contract_schema(
+    api_server: ApiProcess, tenant: Tenant
+) -> None:
+    """tools/list has one tool, ask_user, whose schema is the contract's: the README example
     validates, and unknown fields are refused at every level."""
     async with mcp_client(api_server, tenant) as client:
         tools = (await client.list_tools()).tools
@@ -93,8 +95,8 @@ async def test_description_carries_model_guidance(api_server: ApiProcess, tenant
             assert phrase in description
 
 
-async def test_ask_user_returns_seed_result(api_server: ApiProcess, tenant: Tenant) -> None:
-    """ask_user waits for the human's answer and returns the seed result as JSON text
+async def test_ask_user_returns_the_contract_result(api_server: ApiProcess, tenant: Tenant) -> None:
+    """ask_user waits for the human's answer and returns the contract's result as JSON text
     and as structured content."""
     async with mcp_client(api_server, tenant) as client:
         async with anyio.create_task_group() as tg:

@@ -1,5 +1,5 @@
 """`POST /v1/sessions/{session}/messages`: a human's plain-text message from any channel
-answers the session's pending question as SPEC §5 says."""
+answers the session's pending question as README "Plain-text replies" says."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from tests.conftest import Tenant, ask_body
 
 
 async def test_ask_answer_result_roundtrip(app_client: httpx.AsyncClient, tenant: Tenant) -> None:
-    """An answered ask yields exactly the seed's result on the resource and result key."""
+    """An answered ask yields exactly the contract's result on the resource and result key."""
     r = await app_client.post("/v1/questions", json=ask_body(), headers=tenant.headers)
     assert r.status_code == 201, r.text
     q = r.json()

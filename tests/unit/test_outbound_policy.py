@@ -73,16 +73,16 @@ def _final(status: str, reason: str, result: bytes) -> Record:
     )
 
 
-def test_answered_body_carries_the_seed_result_and_answers() -> None:
+def test_answered_body_carries_the_contract_result_and_answers() -> None:
     """The webhook body holds the result exactly and the answers beside it."""
-    seed = b'{"status":"answered","answers":{"answers":{"deploy_target":["Production"]}}}'
-    body = orjson.loads(result_body(_final("answered", "", seed)))
-    assert orjson.dumps(body["result"]) == seed
+    contract = b'{"status":"answered","answers":{"answers":{"deploy_target":["Production"]}}}'
+    body = orjson.loads(result_body(_final("answered", "", contract)))
+    assert orjson.dumps(body["result"]) == contract
     assert body == {
         "question_id": "q00abcdefghijklmnopqrst",
         "status": "answered",
         "reason": None,
-        "result": orjson.loads(seed),
+        "result": orjson.loads(contract),
         "answers": {"deploy_target": ["Production"]},
         "responder": {"channel": "text", "user_id": "u1"},
         "created_at": "2023-11-14T22:13:20.000Z",

@@ -1,4 +1,5 @@
-"""SPEC §5: plain-text replies, as the spec's examples and as properties over random asks."""
+"""Plain-text replies (README "Plain-text replies"), as the README's examples and as
+properties over random asks."""
 
 from __future__ import annotations
 

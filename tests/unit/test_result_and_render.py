@@ -1,4 +1,4 @@
-"""The result bytes (SPEC §2), answer canonicalisation, question ids, the plain-text
+"""The result bytes (README "The result"), answer canonicalisation, question ids, the plain-text
 rendering and summaries, the status table, and askgate's HMAC signatures."""
 
 from __future__ import annotations
@@ -16,9 +16,11 @@ from askgate.domain.answers import canonical_answers
 from askgate.domain.errors import IncompleteAnswer, ValidationFailed
 from askgate.domain.i18n import MESSAGES
 from askgate.domain.models import FREE_TEXT_MAX, QuestionIn
-from askgate.domain.status import FINAL, TRANSITIONS, Status, can_transition
+from askgate.domain.status import FINAL, TRANSITIONS, Status
+from askgate.runtime.outbound import signed_headers
 from askgate.store import keys
 from askgate.store.record import new_question_id, result_json
+from askgate_client import verify_webhook
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -61,8 +63,8 @@ AREAS = make("areas", "Areas", "Which areas need tests?", ["Auth", "Billing", "U
 # -- result_json -------------------------------------------------------------------------
 
 
-def test_result_json_is_the_seed_bytes() -> None:
-    """The answered result is byte for byte the seed contract's tool result."""
+def test_result_json_is_the_contract_bytes() -> None:
+    """The answered result is byte for byte the contract's tool result (README "The result")."""
     assert result_json({"deploy_target": ["Staging (Recommended)"]}) == (
         b'{"status":"answered","answers":{"answers":{"deploy_target":["Staging (Recommended)"]}}}'
     )
@@ -448,13 +450,6 @@ def test_pending_may_become_answered_or_no_answer_only() -> None:
     assert set(FINAL) == {Status.ANSWERED, Status.NO_ANSWER}
 
 
-@pytest.mark.parametrize("current", list(Status))
-@pytest.mark.parametrize("new", list(Status))
-def test_can_transition_follows_the_table(current: Status, new: Status) -> None:
-    """can_transition is true exactly for pending → a final status."""
-    assert can_transition(current, new) is (current is Status.PENDING and new in FINAL)
-
-
 # -- signing -----------------------------------------------------------------------------
 
 SECRET = "unit-secret-" + "s" * 32
@@ -513,32 +508,36 @@ def test_session_link_from_another_secret_is_refused() -> None:
 BODY = result_json({"deploy_target": ["Production"]})
 
 
-def test_webhook_signature_verifies() -> None:
-    """askgate's own `X-Askgate-Signature` verifies for the same timestamp and body."""
+def sent_headers(secret: str, at: int) -> dict[str, str]:
+    """The headers askgate's webhook and text-channel POSTs carry."""
+    return signed_headers(secret, BODY, "askgate-test", timestamp=at)
+
+
+def test_receiver_verifies_what_askgate_signs() -> None:
+    """The client's verify_webhook accepts the headers askgate sends with the body, with
+    header names in any case."""
     now = int(time.time())
-    sig = signing.webhook_signature(SECRET, now, BODY)
-    assert sig.startswith("v1=")
-    assert signing.verify_webhook(SECRET, str(now), BODY, sig)
+    sent = sent_headers(SECRET, now)
+    assert sent["X-Askgate-Signature"].startswith("v1=")
+    assert verify_webhook(SECRET, sent, BODY)
+    assert verify_webhook(SECRET, {k.lower(): v for k, v in sent.items()}, BODY)
 
 
 def test_webhook_with_changed_body_is_refused() -> None:
     """One changed byte of the body fails verification."""
-    now = int(time.time())
-    sig = signing.webhook_signature(SECRET, now, BODY)
-    assert not signing.verify_webhook(
-        SECRET, str(now), BODY.replace(b"Production", b"Productiom"), sig
-    )
+    sent = sent_headers(SECRET, int(time.time()))
+    assert not verify_webhook(SECRET, sent, BODY.replace(b"Production", b"Productiom"))
 
 
 def test_webhook_with_old_timestamp_is_refused() -> None:
     """A validly signed delivery older than the tolerance is a replay and is refused."""
-    old = int(time.time()) - 301
-    sig = signing.webhook_signature(SECRET, old, BODY)
-    assert not signing.verify_webhook(SECRET, str(old), BODY, sig)
+    sent = sent_headers(SECRET, int(time.time()) - 301)
+    assert not verify_webhook(SECRET, sent, BODY)
 
 
-def test_webhook_with_other_secret_is_refused() -> None:
-    """A signature made with another tenant's secret is refused."""
-    now = int(time.time())
-    sig = signing.webhook_signature("other-" + SECRET, now, BODY)
-    assert not signing.verify_webhook(SECRET, str(now), BODY, sig)
+def test_webhook_with_other_secret_or_no_signature_is_refused() -> None:
+    """A signature made with another tenant's secret, or none, is refused."""
+    sent = sent_headers("other-" + SECRET, int(time.time()))
+    assert not verify_webhook(SECRET, sent, BODY)
+    del sent["X-Askgate-Signature"]
+    assert not verify_webhook(SECRET, sent, BODY)

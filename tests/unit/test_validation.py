@@ -1,4 +1,4 @@
-"""SPEC §1: every rule of the ask, as the exact 422 line that names the field and the fix,
+"""README "The ask": every rule of the ask, as the exact 422 line that names the field and the fix,
 and the normalisations that are accepted instead of refused."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ Body = dict[str, Any]
 
 
 def ask(**top: Any) -> Body:
-    """The SPEC §1 example ask with a session; keyword arguments replace top-level fields."""
+    """README "The ask" example with a session; keyword arguments replace top-level fields."""
     return ask_body(**top)
 
 
@@ -206,7 +206,7 @@ BAD_ASKS = [
 
 @pytest.mark.parametrize(("body", "line"), BAD_ASKS)
 def test_bad_ask_names_the_field_and_the_fix(body: Body, line: str) -> None:
-    """Each broken rule of SPEC §1 is refused with exactly one line naming path and fix."""
+    """Each broken rule of README "The ask" is refused with exactly one line naming path and fix."""
     assert errors_of(body) == [line]
 
 
@@ -378,7 +378,7 @@ def test_telegram_chat_id_number_becomes_text() -> None:
 
 
 def test_spec_example_round_trips() -> None:
-    """The SPEC §1 example validates unchanged, with its context defaults filled in."""
+    """The README "The ask" example validates unchanged, with its context defaults filled in."""
     created = parsed(ask())
     assert created.locale == "en"
     assert created.primary is True

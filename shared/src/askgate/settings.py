@@ -31,8 +31,7 @@ class Settings(BaseSettings):
     jobs_redis_url: str = Field("", pattern=r"^$|^(redis|rediss|unix)://")
     api_host: str = "127.0.0.1"
     api_port: int = Field(8000, ge=1, le=65535)
-    # The URL agents use to reach the API, and the web Control UI's public base URL.
-    public_url: str = ""
+    # The web Control UI's public base URL (links in prompts point there).
     web_base_url: str = "http://127.0.0.1:8001"
     # Where the web Control UI service listens (its public base is web_base_url).
     web_host: str = "127.0.0.1"

@@ -1,4 +1,4 @@
-"""HTTP endpoints (SPEC §3). Handlers validate, call the store, and shape responses."""
+"""HTTP endpoints (README "HTTP API"). Handlers validate, call the store, and shape responses."""
 
 from __future__ import annotations
 
@@ -172,7 +172,7 @@ async def answer(
 @router.post(
     "/v1/questions/{question_id}/reply",
     responses={200: RESOURCE, **ERRORS},
-    summary="Answer with plain text, parsed like a chat reply (SPEC §5)",
+    summary="Answer with plain text, parsed like a chat reply",
 )
 async def reply(request: Request, tenant: TenantDep, question_id: str, body: ReplyBody) -> Response:
     rec, parsed = await _store(request).reply(

@@ -55,7 +55,7 @@ class McpSettings(BaseSettings):
     session: str = Field("mcp", min_length=1, max_length=200)
     targets: list[TargetSpec] = Field(default_factory=list)
     locale: Locale = "en"
-    # Sent with every ask (the tool's schema stays the seed's: the model never sets them).
+    # Sent with every ask (the tool's schema stays the contract's: the model never sets them).
     remind: RemindSpec | None = None
     escalate: list[EscalationStepSpec] = Field(default_factory=list)
     run_id: str | None = None

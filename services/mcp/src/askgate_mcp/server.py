@@ -1,6 +1,6 @@
 """The MCP server: one tool, `ask_user`, answered by waiting on the askgate API.
 
-Built on the SDK's low-level `Server` so the input schema is exactly the seed's (the
+Built on the SDK's low-level `Server` so the input schema is exactly the contract's (the
 high-level server would derive one from a function signature). While the tool waits it
 sends progress notifications (when the caller gave a progress token); when the caller
 cancels the request, the client cancels the question on its way out.

@@ -1,5 +1,5 @@
-"""The `ask_user` tool: its input schema (exactly the seed's, SPEC §1), the guidance the
-model reads in its description, and how results and errors are shaped. Pure data."""
+"""The `ask_user` tool: its input schema (exactly the contract's, README "The ask"), the
+guidance the model reads in its description, and how results and errors are shaped. Pure data."""
 
 from __future__ import annotations
 
@@ -144,7 +144,7 @@ def argument_errors(arguments: dict[str, Any]) -> list[str]:
 
 
 def result(tool_result: dict[str, Any]) -> CallToolResult:
-    """The seed's result, as JSON text and as structured content."""
+    """The contract's result, as JSON text and as structured content."""
     text = json.dumps(tool_result, ensure_ascii=False, separators=(",", ":"))
     return CallToolResult(content=[TextContent(text=text)], structured_content=tool_result)
 

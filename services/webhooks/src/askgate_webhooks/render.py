@@ -11,7 +11,7 @@ from askgate.store.record import Record
 
 def result_body(rec: Record) -> bytes:
     """`{"question_id", "status", "reason", "result", "answers"?, "responder", "created_at",
-    "resolved_at", "session", "run_id"}`; `result` is the seed's result exactly, and
+    "resolved_at", "session", "run_id"}`; `result` is the contract's result exactly, and
     `answers` (only when answered) is its id → values map, for convenience."""
     f = rec.f
     result = rec.result

@@ -36,6 +36,7 @@ from askgate_client._types import (
     TextTargetSpec,
     WebTargetSpec,
 )
+from askgate_client._webhooks import verify_webhook
 
 __all__ = [
     "ApiError",
@@ -60,4 +61,5 @@ __all__ = [
     "TextTargetSpec",
     "UnexpectedResponse",
     "WebTargetSpec",
+    "verify_webhook",
 ]

@@ -258,9 +258,13 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
     },
 }
 
-# Words that skip the whole ask, in every locale (a Turkish user may still type "skip").
-# Compared after NFC normalisation.
-SKIP_WORDS: Final[frozenset[str]] = frozenset({"skip", "atla", "छोड़ें", "/skip"})
+# The Skip button's label in every locale: an option may not be called that, and a reply
+# that is one of these (or the /skip command) skips the whole ask, whatever the ask's
+# locale (a Turkish user may still type "skip"). Compared casefolded, after NFC.
+SKIP_LABELS: Final[frozenset[str]] = frozenset(
+    table["skip"].casefold() for table in MESSAGES.values()
+)
+SKIP_WORDS: Final[frozenset[str]] = SKIP_LABELS | {"/skip"}
 
 
 def t(locale: str, key: str, **kwargs: object) -> str:

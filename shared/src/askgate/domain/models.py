@@ -1,4 +1,4 @@
-"""Wire models: the ask (SPEC §1), targets, answers, and the question resource.
+"""Wire models: the ask (README "The ask"), targets, answers, and the question resource.
 
 Every rule of the contract lives here as a validator whose message names the fix, and
 `describe_errors` turns pydantic's errors into `questions[0].id must be …` lines.
@@ -25,6 +25,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from askgate.domain.asgi import invalid_json_message
+from askgate.domain.i18n import SKIP_LABELS
 
 ID_RE = regex.compile(r"^[a-z][a-z0-9_]*$")
 GRAPHEME = regex.compile(r"\X")
@@ -119,7 +120,6 @@ def cut_graphemes(text: str, limit: int) -> str:
     return "".join(clusters[:limit]).rstrip() if len(clusters) > limit else text
 
 
-SKIP_LABELS = frozenset({"skip", "atla", "छोड़ें"})
 _RESERVED = {**dict.fromkeys(OTHER_LABELS, "other"), **dict.fromkeys(SKIP_LABELS, "skip")}
 _RECOMMENDED_CF = RECOMMENDED.casefold()
 
@@ -132,10 +132,6 @@ def reserved_label(label: str) -> str | None:
     if norm.endswith(_RECOMMENDED_CF):
         norm = norm[: -len(_RECOMMENDED_CF)]
     return _RESERVED.get(norm.strip().rstrip(".…:!? ").strip())
-
-
-def is_skip_label(label: str) -> bool:
-    return reserved_label(label) == "skip"
 
 
 def is_other_label(label: str) -> bool:

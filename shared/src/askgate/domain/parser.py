@@ -1,4 +1,5 @@
-"""The plain-text reply parser (SPEC §5): one pure function shared by every channel.
+"""The plain-text reply parser (README "Plain-text replies"): one pure function shared by
+every channel.
 
 `parse_reply(questions, text, locale)` reads a human's message as answers to a pending
 ask: option numbers, labels ignoring case, free text, comma lists for multi-select,

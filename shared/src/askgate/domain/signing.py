@@ -53,11 +53,3 @@ def webhook_signature(secret: str, timestamp: int, body: bytes) -> str:
     """`X-Askgate-Signature`: v1= hex HMAC-SHA256 over b"<timestamp>." + body."""
     mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
     return "v1=" + mac.hexdigest()
-
-
-def verify_webhook(
-    secret: str, timestamp: str, body: bytes, signature: str, tolerance_s: int = 300
-) -> bool:
-    if not timestamp.isdigit() or abs(time.time() - int(timestamp)) > tolerance_s:
-        return False
-    return hmac.compare_digest(webhook_signature(secret, int(timestamp), body), signature)

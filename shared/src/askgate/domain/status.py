@@ -34,10 +34,6 @@ TRANSITIONS: dict[Status, frozenset[Status]] = {
 FINAL = frozenset(s for s, nxt in TRANSITIONS.items() if not nxt)
 
 
-def can_transition(current: Status, new: Status) -> bool:
-    return new in TRANSITIONS[current]
-
-
 class DeliveryState(StrEnum):
     """One target's delivery (the ledger, `askgate.store.ledger`)."""
 

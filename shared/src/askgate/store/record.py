@@ -26,7 +26,7 @@ TARGETS: TypeAdapter[list[Target]] = TypeAdapter(list[Target])
 
 
 def result_json(answers: Mapping[str, list[str]]) -> bytes:
-    """The seed's result, byte for byte: {"status":"answered","answers":{"answers":{…}}}."""
+    """The contract's result, byte for byte: {"status":"answered","answers":{"answers":{…}}}."""
     return orjson.dumps({"status": "answered", "answers": {"answers": dict(answers)}})
 
 

@@ -334,9 +334,9 @@ class Store(Queries):
         *,
         target: int | None = None,
     ) -> tuple[Record, ParsedReply]:
-        """Read a plain-text message as the answer to `rec` (SPEC §5); after the end, one
-        that reads as answers is kept as late (see answer). Every channel's replies come
-        through here, so the one free-text limit holds for all of them."""
+        """Read a plain-text message as the answer to `rec` (README "Plain-text replies");
+        after the end, one that reads as answers is kept as late (see answer). Every
+        channel's replies come through here, so the one free-text limit holds for all."""
         if len(text) > FREE_TEXT_MAX:
             raise ValidationFailed(f"text must be at most {FREE_TEXT_MAX} characters; shorten it")
         parsed = parse_reply(rec.questions, text, rec.locale)
