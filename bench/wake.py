@@ -24,7 +24,7 @@ from bench.sample import ANSWERS, BIG, QUESTIONS, ask_body, make_redis, make_set
 
 TITLE = "Wake latency: an answer to the waiting agent"
 METHOD = """
-**In-process**: the API's `Hub` (`askgate_api.waiters`: one pattern subscription shared
+**In-process**: the API's `Waiters` (`askgate_api.waiters`: one pattern subscription shared
 by every waiter) and a `Store` in one uvloop process, on separate Redis connections as in
 the API. For each of {n_inproc} pending 3-question asks a future is registered and a task
 awaits it; the clock runs from calling `Store.answer()` (it reads the question, checks the
@@ -42,16 +42,16 @@ alongside.
 
 
 async def inprocess(url: str, n: int, fig: Figure) -> None:
-    from askgate_api.waiters import Hub
+    from askgate_api.waiters import Waiters
 
     redis = make_redis(url)
     pubsub_redis = make_redis(url, max_connections=4)
-    hub = Hub(pubsub_redis)
+    waiters = Waiters(pubsub_redis)
     try:
         store = Store(redis, make_settings(url))
         tenant, _ = await create_tenant(redis, "wake", max_pending=BIG, asks_per_s=BIG)
-        await hub.start()
-        assert hub.ready.is_set(), "hub did not subscribe"
+        await waiters.start()
+        assert waiters.ready.is_set(), "waiters did not subscribe"
         base = QuestionCreate.model_validate(ask_body(QUESTIONS, "s"))
         loop = asyncio.get_running_loop()
         gc.collect()
@@ -62,7 +62,7 @@ async def inprocess(url: str, n: int, fig: Figure) -> None:
         check: list[float] = []
         for i in range(n):
             rec, _ = await store.create(tenant.id, base.model_copy(update={"session": f"w{i}"}))
-            fut = hub.register(rec.id)
+            fut = waiters.register(rec.id)
             woke: asyncio.Future[float] = loop.create_future()
 
             async def waiter(
@@ -89,10 +89,10 @@ async def inprocess(url: str, n: int, fig: Figure) -> None:
                 await store._finish(fresh, Status.ANSWERED, None, result_json(ANSWERS), None)
                 via_script.append(await woke - t0)
             await task
-            hub.unregister(rec.id, fut)
+            waiters.unregister(rec.id, fut)
         gc.unfreeze()
     finally:
-        await hub.stop()
+        await waiters.stop()
         await redis.aclose()
         await pubsub_redis.aclose()
     ms = {

@@ -425,8 +425,8 @@ async def test_wait_wakes_on_answer(app_client: httpx.AsyncClient, tenant: Tenan
     waiter = asyncio.create_task(
         app_client.get(f"/v1/questions/{q['id']}/wait?timeout_s=30", headers=tenant.headers)
     )
-    hub = app_client.app.state.hub  # type: ignore[attr-defined]
-    while hub.count == 0:
+    waiters = app_client.app.state.waiters  # type: ignore[attr-defined]
+    while waiters.count == 0:
         await asyncio.sleep(0.01)
     await app_client.post(
         f"/v1/questions/{q['id']}/reply", json={"text": "production"}, headers=tenant.headers

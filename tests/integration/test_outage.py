@@ -69,11 +69,11 @@ async def test_waiter_survives_redis_restart(outage_stack: Any) -> None:
     waiter = asyncio.create_task(
         client.get(f"/v1/questions/{q['id']}/wait?timeout_s=30", headers=h)
     )
-    hub = client.app.state.hub
-    while hub.count == 0:
+    waiters = client.app.state.waiters
+    while waiters.count == 0:
         await asyncio.sleep(0.01)
     server.stop()
-    while hub.ready.is_set():
+    while waiters.ready.is_set():
         await asyncio.sleep(0.05)
     server.start()
     for _ in range(100):

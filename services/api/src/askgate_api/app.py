@@ -28,7 +28,7 @@ from askgate_api.fastpath import ASK_PATH, WAIT_PATH, serve_ask, serve_wait
 from askgate_api.liveness import Liveness
 from askgate_api.outbound import OutboundCheck
 from askgate_api.responses import error_response, redis_unavailable
-from askgate_api.waiters import Hub
+from askgate_api.waiters import Waiters
 
 log = structlog.get_logger("askgate.api")
 
@@ -82,13 +82,13 @@ def create_app(settings: Settings, resolver: netguard.Resolver | None = None) ->
         app.state.store = Store(redis, settings)
         app.state.tenants = TenantCache(redis)
         app.state.liveness = Liveness(redis)
-        app.state.hub = Hub(pubsub_redis)
-        await app.state.hub.start()
+        app.state.waiters = Waiters(pubsub_redis)
+        await app.state.waiters.start()
         log.info("api.started", redis=settings.redis_url.split("@")[-1])
         try:
             yield
         finally:
-            await app.state.hub.stop()
+            await app.state.waiters.stop()
             await redis.aclose()
             await pubsub_redis.aclose()
 

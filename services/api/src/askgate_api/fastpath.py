@@ -103,7 +103,7 @@ async def serve_wait(app: Any, scope: Scope, send: Send, question_id: str) -> No
     try:
         tenant = await state.tenants.resolve(_bearer(scope))
         rec = await wait_final(
-            state.store, state.hub, tenant.id, question_id, _timeout(scope["query_string"])
+            state.store, state.waiters, tenant.id, question_id, _timeout(scope["query_string"])
         )
         body = orjson.dumps(resource(state.settings, rec))
     except AskgateError as exc:

@@ -32,7 +32,7 @@ from askgate_api.bodies import StrictJsonRoute
 from askgate_api.fastpath import create_ask
 from askgate_api.metrics import FINALS, REGISTRY, WAITERS
 from askgate_api.responses import json_response, redis_unavailable, resource
-from askgate_api.waiters import Hub, wait_final
+from askgate_api.waiters import Waiters, wait_final
 
 
 class AnyNameConvertor(PathConvertor):
@@ -149,10 +149,10 @@ async def wait_question(
     question_id: str,
     timeout_s: Annotated[float, Query(ge=0)] = 30,
 ) -> Response:
-    hub: Hub = request.app.state.hub
+    waiters: Waiters = request.app.state.waiters
     WAITERS.inc()
     try:
-        rec = await wait_final(_store(request), hub, tenant.id, question_id, timeout_s)
+        rec = await wait_final(_store(request), waiters, tenant.id, question_id, timeout_s)
     finally:
         WAITERS.dec()
     return _resource(request, rec)
@@ -287,8 +287,8 @@ async def readyz(request: Request) -> Response:
     except (RedisError, OSError) as exc:  # a cluster's errors are not all connection errors
         log.warning("api.not_ready", error=str(exc))
         raise redis_unavailable() from None
-    hub: Hub = request.app.state.hub
-    if not hub.ready.is_set():
+    waiters: Waiters = request.app.state.waiters
+    if not waiters.ready.is_set():
         return json_response(
             {"status": "degraded", "subscription": False}, 503, {"Retry-After": "1"}
         )

@@ -32,7 +32,7 @@ DEGRADED_POLL_S = 1.0
 RECONNECT_BACKOFF_S = 0.5
 
 
-class Hub:
+class Waiters:
     def __init__(self, redis: Redis) -> None:
         self._redis = redis
         self._waiters: dict[str, set[asyncio.Future[None]]] = {}
@@ -44,7 +44,7 @@ class Hub:
         return sum(len(s) for s in self._waiters.values())
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="askgate-hub")
+        self._task = asyncio.create_task(self._run(), name="askgate-waiters")
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.ready.wait(), 2.0)
 
@@ -88,7 +88,7 @@ class Hub:
                         break
                 self.ready.set()
                 self._wake_all()  # anything published while we were away: re-check
-                log.info("hub.subscribed")
+                log.info("waiters.subscribed")
                 while True:
                     msg = await pubsub.get_message(timeout=30.0)
                     if msg is None or msg["type"] != "pmessage":
@@ -98,7 +98,7 @@ class Hub:
             except (RedisError, OSError) as exc:
                 self.ready.clear()
                 self._wake_all()
-                log.warning("hub.disconnected", error=str(exc))
+                log.warning("waiters.disconnected", error=str(exc))
                 await asyncio.sleep(RECONNECT_BACKOFF_S)
             finally:
                 with contextlib.suppress(Exception):
@@ -111,7 +111,7 @@ def _settle(fut: asyncio.Future[None]) -> None:
 
 
 async def wait_final(
-    store: Store, hub: Hub, tenant: str, question_id: str, timeout_s: float
+    store: Store, waiters: Waiters, tenant: str, question_id: str, timeout_s: float
 ) -> Record:
     """The question once it is final, or after timeout_s (at most WAIT_MAX_S) as it is.
 
@@ -120,7 +120,7 @@ async def wait_final(
     ridden out by polling; if Redis is still away at the end, Unavailable (503)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + min(max(timeout_s, 0.0), WAIT_MAX_S)
-    fut = hub.register(question_id)  # before the read: no result can slip between
+    fut = waiters.register(question_id)  # before the read: no result can slip between
     try:
         status = await store.status_of(tenant, question_id)
         redis_down = False
@@ -128,15 +128,15 @@ async def wait_final(
             remaining = deadline - loop.time()
             if remaining <= 0:
                 break
-            if redis_down or not hub.ready.is_set():
+            if redis_down or not waiters.ready.is_set():
                 remaining = min(remaining, DEGRADED_POLL_S)
             timer = loop.call_later(remaining, _settle, fut)
             try:
                 await fut
             finally:
                 timer.cancel()
-            hub.unregister(question_id, fut)
-            fut = hub.register(question_id)
+            waiters.unregister(question_id, fut)
+            fut = waiters.register(question_id)
             try:
                 status = await store.status_of(tenant, question_id)
                 redis_down = False
@@ -145,5 +145,5 @@ async def wait_final(
         if redis_down:
             raise Unavailable("Redis is unreachable; call wait again shortly.", 1)
     finally:
-        hub.unregister(question_id, fut)
+        waiters.unregister(question_id, fut)
     return await store.get(tenant, question_id)

@@ -1,7 +1,7 @@
 """`askgate-web`: serve the web Control UI with uvicorn.
 
 Any number of replicas may run behind a load balancer: each one reads every event
-(`worker.Hub`) and serves any page. `--check` is the liveness probe.
+(`feed.PageFeed`) and serves any page. `--check` is the liveness probe.
 """
 
 from __future__ import annotations
@@ -19,21 +19,21 @@ from askgate.store.conn import check_redis
 
 from askgate_web.app import create_app
 from askgate_web.config import SERVICE
-from askgate_web.worker import Hub
+from askgate_web.feed import PageFeed
 
 
 class Server(uvicorn.Server):
     """uvicorn that ends the open event streams once it starts stopping: a browser's
     EventSource never closes by itself, so it would hold the graceful shutdown."""
 
-    def __init__(self, config: uvicorn.Config, hub: Hub) -> None:
+    def __init__(self, config: uvicorn.Config, feed: PageFeed) -> None:
         super().__init__(config)
-        self.hub = hub
+        self.feed = feed
 
     async def on_tick(self, counter: int) -> bool:
         should_exit = await super().on_tick(counter)
         if should_exit:
-            self.hub.close()
+            self.feed.close()
         return should_exit
 
 
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> None:
         http="httptools",
         timeout_graceful_shutdown=5,
     )
-    Server(config, app.state.hub).run()
+    Server(config, app.state.feed).run()
 
 
 if __name__ == "__main__":

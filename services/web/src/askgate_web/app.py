@@ -24,9 +24,9 @@ from fastapi.staticfiles import StaticFiles
 from redis.exceptions import RedisError
 from starlette.exceptions import HTTPException
 
-from askgate_web import inbound, operator, render
+from askgate_web import operator, render, routes
 from askgate_web.config import READ_BLOCK_MS, SERVICE
-from askgate_web.worker import Hub
+from askgate_web.feed import PageFeed
 
 log = structlog.get_logger("askgate.web")
 STATIC = Path(__file__).parent / "static"
@@ -36,7 +36,7 @@ STOP_GRACE_S = 1.0
 
 def create_app(settings: Settings) -> FastAPI:
     settings.require_secret()
-    hub = Hub()
+    feed = PageFeed()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -56,14 +56,14 @@ def create_app(settings: Settings) -> FastAPI:
         app.state.store = Store(redis, settings)
         stop = asyncio.Event()
         tasks = [
-            asyncio.create_task(hub.run(reader), name="web-reader"),
+            asyncio.create_task(feed.run(reader), name="web-reader"),
             asyncio.create_task(health.beat_forever(redis, SERVICE, stop), name="web-beat"),
         ]
         log.info("web.started", redis=settings.redis_url.split("@")[-1])
         try:
             yield
         finally:
-            hub.close()
+            feed.close()
             stop.set()
             for task in tasks:
                 task.cancel()
@@ -89,13 +89,13 @@ def create_app(settings: Settings) -> FastAPI:
         title="askgate web", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
     )
     app.state.settings = settings
-    app.state.hub = hub
+    app.state.feed = feed
 
-    @app.exception_handler(inbound.LinkRefused)
-    async def _refused(request: Request, exc: inbound.LinkRefused) -> Response:
+    @app.exception_handler(routes.LinkRefused)
+    async def _refused(request: Request, exc: routes.LinkRefused) -> Response:
         if request.url.path.startswith("/api/"):
             return _error(t(exc.locale, "link_invalid"), 403)
-        return HTMLResponse(render.invalid_html(exc.locale), 403, headers=inbound.PAGE)
+        return HTMLResponse(render.invalid_html(exc.locale), 403, headers=routes.PAGE)
 
     @app.exception_handler(AskgateError)
     async def _askgate_error(_: Request, exc: AskgateError) -> Response:
@@ -118,7 +118,7 @@ def create_app(settings: Settings) -> FastAPI:
         if request.url.path.startswith("/api/"):
             response = _error(message, exc.status_code)
         else:
-            response = PlainTextResponse(message, exc.status_code, headers=inbound.PRIVATE)
+            response = PlainTextResponse(message, exc.status_code, headers=routes.PRIVATE)
         for name, value in (exc.headers or {}).items():
             response.headers[name] = value
         return response
@@ -128,7 +128,7 @@ def create_app(settings: Settings) -> FastAPI:
         log.exception("web.unexpected_error", error_type=type(exc).__name__)
         return _error("internal error; it was logged", 500)
 
-    app.include_router(inbound.router)
+    app.include_router(routes.router)
     app.include_router(operator.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_middleware(BodyLimit, max_bytes=settings.body_max_bytes, render=_error_body)
@@ -141,5 +141,5 @@ def _error_body(_: int, message: str) -> bytes:
 
 def _error(message: str, status: int) -> Response:
     return Response(
-        _error_body(status, message), status, media_type="application/json", headers=inbound.PRIVATE
+        _error_body(status, message), status, media_type="application/json", headers=routes.PRIVATE
     )

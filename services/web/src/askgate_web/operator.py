@@ -26,9 +26,9 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response, StreamingResponse
 
 from askgate_web.config import HEARTBEAT_S, SSE_RETRY_MS, negotiate_locale
-from askgate_web.inbound import PAGE, PRIVATE, LinkRefused
+from askgate_web.feed import PageFeed
 from askgate_web.render import render_template
-from askgate_web.worker import Hub
+from askgate_web.routes import PAGE, PRIVATE, LinkRefused
 
 router = APIRouter()
 # The page lists at most this many (newest first); the API pages through all of them.
@@ -136,8 +136,8 @@ async def view(request: Request, link: ApiLink) -> Response:
 async def events(request: Request, link: ApiLink) -> Response:
     """A `change` for any question of the tenant (asked, escalated, ended): the page
     re-reads its view."""
-    hub: Hub = request.app.state.hub
-    queue = hub.subscribe(link.tenant, "")
+    feed: PageFeed = request.app.state.feed
+    queue = feed.subscribe(link.tenant, "")
 
     async def stream() -> AsyncIterator[str]:
         try:
@@ -152,7 +152,7 @@ async def events(request: Request, link: ApiLink) -> Response:
                     return
                 yield f"event: change\ndata: {change.json()}\n\n"
         finally:
-            hub.unsubscribe(link.tenant, "", queue)
+            feed.unsubscribe(link.tenant, "", queue)
 
     headers = {**PRIVATE, "X-Accel-Buffering": "no"}
     return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)

@@ -55,7 +55,7 @@ class Change:
 Queue = asyncio.Queue[Change | None]
 
 
-class Hub:
+class PageFeed:
     """The SSE connections of this process by (tenant, session), and the reader that
     feeds them. `None` in a queue means the process is stopping: end the stream."""
 

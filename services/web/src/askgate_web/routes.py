@@ -34,7 +34,7 @@ from askgate_web.config import (
     TIMELINE_LIMIT,
     negotiate_locale,
 )
-from askgate_web.worker import Hub
+from askgate_web.feed import PageFeed
 
 log = structlog.get_logger("askgate.web")
 router = APIRouter(route_class=StrictJsonRoute)
@@ -136,8 +136,8 @@ async def view(request: Request, link: ApiLink) -> Response:
 
 @router.get("/api/events")
 async def events(request: Request, link: ApiLink) -> Response:
-    hub: Hub = request.app.state.hub
-    queue = hub.subscribe(link.tenant, link.session)
+    feed: PageFeed = request.app.state.feed
+    queue = feed.subscribe(link.tenant, link.session)
 
     async def stream() -> AsyncIterator[str]:
         try:
@@ -154,7 +154,7 @@ async def events(request: Request, link: ApiLink) -> Response:
                     return
                 yield f"event: change\ndata: {change.json()}\n\n"
         finally:
-            hub.unsubscribe(link.tenant, link.session, queue)
+            feed.unsubscribe(link.tenant, link.session, queue)
 
     headers = {**PRIVATE, "X-Accel-Buffering": "no"}  # nginx: do not buffer the stream
     return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
@@ -241,9 +241,9 @@ async def healthz() -> Response:
 
 @router.get("/readyz", include_in_schema=False)
 async def readyz(request: Request) -> Response:
-    hub: Hub = request.app.state.hub
-    ready = hub.ready.is_set()
+    feed: PageFeed = request.app.state.feed
+    ready = feed.ready.is_set()
     return _json(
-        {"status": "ready" if ready else "degraded", "connections": hub.connections},
+        {"status": "ready" if ready else "degraded", "connections": feed.connections},
         200 if ready else 503,
     )

@@ -12,16 +12,16 @@ from askgate.domain.models import QuestionCreate
 from askgate.domain.status import Reason
 from askgate.settings import Settings
 from askgate.store.store import Store
-from askgate_web.worker import Change, Hub
+from askgate_web.feed import Change, PageFeed
 from redis.asyncio import Redis
 
 from tests.conftest import ask_body
 
 
 @pytest.fixture
-async def hubs(redis: Redis) -> AsyncIterator[list[Hub]]:
-    """Two replicas' hubs, reading the web streams until the test ends."""
-    pair = [Hub(), Hub()]
+async def feeds(redis: Redis) -> AsyncIterator[list[PageFeed]]:
+    """Two replicas' feeds, reading the web streams until the test ends."""
+    pair = [PageFeed(), PageFeed()]
     tasks = [asyncio.create_task(h.run(redis)) for h in pair]
     for h in pair:
         await asyncio.wait_for(h.ready.wait(), 5)
@@ -33,10 +33,10 @@ async def hubs(redis: Redis) -> AsyncIterator[list[Hub]]:
 
 
 async def test_every_replica_gets_every_event(
-    redis: Redis, settings: Settings, hubs: list[Hub]
+    redis: Redis, settings: Settings, feeds: list[PageFeed]
 ) -> None:
-    """Both hubs wake their page of the session: no consumer group splits the events."""
-    queues = [h.subscribe("acme", "s1") for h in hubs]
+    """Both feeds wake their page of the session: no consumer group splits the events."""
+    queues = [h.subscribe("acme", "s1") for h in feeds]
     rec, _ = await Store(redis, settings).create("acme", QuestionCreate(**ask_body("s1")))
     for queue in queues:
         change = await asyncio.wait_for(queue.get(), 5)
@@ -45,14 +45,14 @@ async def test_every_replica_gets_every_event(
 
 
 async def test_only_the_questions_session_is_woken(
-    redis: Redis, settings: Settings, hubs: list[Hub]
+    redis: Redis, settings: Settings, feeds: list[PageFeed]
 ) -> None:
     """A page of another session (or tenant) hears nothing of this question."""
-    hub = hubs[0]
+    feed = feeds[0]
     mine, other_session, other_tenant = (
-        hub.subscribe("acme", "s1"),
-        hub.subscribe("acme", "s2"),
-        hub.subscribe("globex", "s1"),
+        feed.subscribe("acme", "s1"),
+        feed.subscribe("acme", "s2"),
+        feed.subscribe("globex", "s1"),
     )
     store = Store(redis, settings)
     rec, _ = await store.create("acme", QuestionCreate(**ask_body("s1")))
@@ -67,25 +67,25 @@ async def test_only_the_questions_session_is_woken(
 
 async def test_close_ends_every_open_stream() -> None:
     """On stop each open stream gets its end marker, even with a full backlog."""
-    hub = Hub()
-    queue = hub.subscribe("acme", "s1")
+    feed = PageFeed()
+    queue = feed.subscribe("acme", "s1")
     while not queue.full():
         queue.put_nowait(Change("question.created", "q00abc"))
-    hub.close()
+    feed.close()
     items = [queue.get_nowait() for _ in range(queue.qsize())]
     assert items[-1] is None
-    assert hub.subscribe("acme", "s2").get_nowait() is None
+    assert feed.subscribe("acme", "s2").get_nowait() is None
 
 
 async def test_an_operator_page_hears_every_session_of_its_tenant(
-    redis: Redis, settings: Settings, hubs: list[Hub]
+    redis: Redis, settings: Settings, feeds: list[PageFeed]
 ) -> None:
     """The tenant-wide subscription wakes for asks in any session, and for an escalation
     step starting; another tenant's operator page hears none of it."""
     from askgate_sweeper.__main__ import timers_once
 
-    hub = hubs[0]
-    operator, stranger = hub.subscribe("acme", ""), hub.subscribe("globex", "")
+    feed = feeds[0]
+    operator, stranger = feed.subscribe("acme", ""), feed.subscribe("globex", "")
     store = Store(redis, settings)
     rec, _ = await store.create(
         "acme",
