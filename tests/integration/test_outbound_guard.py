@@ -16,10 +16,10 @@ import pytest
 from askgate.dev.redis_server import RedisProcess
 from askgate.store import keys
 from askgate.store.tenants import load_tenant, set_outbound_allow
+from askgate.store.webhooks import list_dead
 from askgate_text.client import TextClient
 from askgate_text.config import TextSettings
 from askgate_webhooks.config import WebhookSettings
-from askgate_webhooks.dead import list_dead
 from askgate_webhooks.jobs import attempt_delivery
 from askgate_webhooks.worker import WebhookEnqueuer
 from redis import Redis as SyncRedis

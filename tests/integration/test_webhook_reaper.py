@@ -16,12 +16,11 @@ from askgate.dev.redis_server import RedisProcess
 from askgate.domain.timeutil import now_ms
 from askgate.settings import Settings
 from askgate.store import keys
+from askgate.store.webhooks import WebhookState, list_dead, new_lease
 from askgate_webhooks import jobs
 from askgate_webhooks.config import WebhookSettings
-from askgate_webhooks.dead import list_dead
 from askgate_webhooks.jobs import attempt_delivery
 from askgate_webhooks.reaper import reap_once
-from askgate_webhooks.state import WebhookState, new_lease
 from askgate_webhooks.worker import WebhookEnqueuer
 from redis import Redis as SyncRedis
 from redis.asyncio import Redis
@@ -112,7 +111,7 @@ async def test_a_late_answers_interrupted_attempt_is_retried_as_its_own_chain(
 ) -> None:
     """A late answer's delivery is reaped like the result's: interrupted, then attempt 2
     posts it; the result's own delivery is not touched."""
-    from askgate_webhooks.state import delivery_key
+    from askgate.store.webhooks import delivery_key
 
     s = hook_settings(redis_server.url)
     qid = await final_question(app_client, tenant, receiver.url)

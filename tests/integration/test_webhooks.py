@@ -20,8 +20,8 @@ import pytest
 from askgate.dev.redis_server import RedisProcess
 from askgate.settings import Settings
 from askgate.store import keys
+from askgate.store.webhooks import list_dead
 from askgate_webhooks.config import WebhookSettings
-from askgate_webhooks.dead import list_dead
 from askgate_webhooks.jobs import attempt_delivery
 from askgate_webhooks.worker import WebhookEnqueuer
 from redis import Redis as SyncRedis

@@ -83,7 +83,7 @@ def _check_name(field: str, value: str) -> str:
 
 
 def _count_final(rec: Record) -> None:
-    FINALS.labels(rec.f["status"], rec.f.get("reason") or "").inc()
+    FINALS.labels(rec.status.value, rec.reason.value if rec.reason else "").inc()
 
 
 @router.post(

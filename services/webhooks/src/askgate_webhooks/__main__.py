@@ -38,10 +38,10 @@ from askgate.runtime.runner import run_service
 from askgate.settings import load
 from askgate.store import keys
 from askgate.store.conn import check_redis, connect, connect_sync
+from askgate.store.webhooks import list_dead
 
 from askgate_webhooks import jobs
 from askgate_webhooks.config import WebhookSettings
-from askgate_webhooks.dead import list_dead
 from askgate_webhooks.reaper import reap_forever
 from askgate_webhooks.worker import CHANNEL, WebhookEnqueuer
 

@@ -1,7 +1,7 @@
 """The RQ job: one delivery attempt of a final result (or of a late answer: a delivery
-`<id>|late:<n>`, see state.delivery_key) to its callback_url.
+`<id>|late:<n>`, see askgate.store.webhooks.delivery_key) to its callback_url.
 
-Attempt n claims itself on the question with a lease (`state.WebhookState.claim`),
+Attempt n claims itself on the question with a lease (`WebhookState.claim`),
 POSTs the signed body, records the outcome in the question's `webhook` field, and then
 either stops (delivered; or a permanent failure / the last attempt, which is also written
 to the dead-letter stream) or schedules attempt n+1 after the backoff with RQ's
@@ -29,8 +29,9 @@ from askgate.runtime.outbound import Outcome
 from askgate.settings import load
 from askgate.store import keys
 from askgate.store.conn import SyncClient, connect_sync
-from askgate.store.record import Record, record_from
+from askgate.store.record import Record
 from askgate.store.tenants import webhook_settings
+from askgate.store.webhooks import WebhookState, new_lease, parse_delivery
 from redis import Redis
 from rq import Queue, get_current_job
 from rq.exceptions import DuplicateJobError
@@ -38,7 +39,6 @@ from rq.exceptions import DuplicateJobError
 from askgate_webhooks.client import post
 from askgate_webhooks.config import WebhookSettings
 from askgate_webhooks.render import late_body, result_body
-from askgate_webhooks.state import WebhookState, fields, new_lease, parse_delivery
 
 log = structlog.get_logger("askgate.webhooks")
 
@@ -193,19 +193,14 @@ def attempt_delivery(
     if not state.claim(delivery, attempt, lease, until):
         bound.info("webhook.skipped", why="already attempted or question gone")
         return "skipped"
-    pipe = redis.pipeline(transaction=False)
-    pipe.hgetall(keys.question(question_id))
-    pipe.get(keys.doc(question_id))
-    pipe.hgetall(keys.deliveries(question_id))
-    raw, blob, more = pipe.execute()
-    rec = record_from(question_id, raw, blob, more)
+    rec = state.load(question_id)
     what = body_of(rec, late) if rec is not None else None
     if rec is None or what is None:  # expired between the claim and now
         return "skipped"
     body, event = what
-    bound = bound.bind(tenant=rec.f.get("tenant"))
-    url = rec.f.get("callback", "")
-    secret, allow = webhook_settings(redis, rec.f.get("tenant", ""))
+    bound = bound.bind(tenant=rec.tenant)
+    url = rec.callback_url or ""
+    secret, allow = webhook_settings(redis, rec.tenant)
     if secret is None:
         outcome = Outcome(ok=False, retry=False, error="tenant not found")
     else:
@@ -220,8 +215,7 @@ def attempt_delivery(
             resolver=resolver or _resolver,
         )
 
-    field = fields(delivery)[2]
-    prior: dict[str, Any] = orjson.loads(rec.f[field]) if rec.f.get(field) else {}
+    prior = rec.webhook_doc(late)
     return conclude(
         redis,
         s,
@@ -231,7 +225,7 @@ def attempt_delivery(
         lease,
         prior,
         outcome,
-        rec.f.get("tenant", ""),
+        rec.tenant,
         url,
         jobs_redis=jobs_redis,
     )

@@ -24,13 +24,12 @@ from askgate.domain.timeutil import now_ms
 from askgate.runtime.outbound import Outcome
 from askgate.store import keys
 from askgate.store.conn import SyncClient
-from askgate.store.record import record_from
+from askgate.store.webhooks import WebhookState, parse_delivery
 from redis import Redis
 from rq import Queue
 
 from askgate_webhooks import jobs
 from askgate_webhooks.config import WebhookSettings
-from askgate_webhooks.state import WebhookState, parse_delivery
 
 log = structlog.get_logger("askgate.webhooks")
 
@@ -69,11 +68,10 @@ def reap(
     jobs_redis: Redis,
 ) -> str:
     """One overdue delivery (a question's result, or one of its late answers)."""
-    question_id, _ = parse_delivery(delivery)
     cur = state.read(delivery)
     if cur is None or cur.doc.get("status") != "pending":
         # Gone past its retention, or finished: nothing is owed.
-        redis.zrem(keys.webhook_due(keys.shard_of(question_id)), delivery)
+        state.forget(delivery)
         return "finished"
     if cur.lease:
         if cur.lease_deadline_ms > now:
@@ -99,13 +97,9 @@ def _interrupted(
     jobs_redis: Redis,
 ) -> str:
     question_id, _ = parse_delivery(delivery)
-    pipe = redis.pipeline(transaction=False)
-    pipe.hgetall(keys.question(question_id))
-    pipe.get(keys.doc(question_id))
-    raw, blob = pipe.execute()
-    rec = record_from(question_id, raw, blob)
-    tenant = rec.f.get("tenant", "") if rec else ""
-    url = rec.f.get("callback", "") if rec else ""
+    rec = state.load(question_id)
+    tenant = rec.tenant if rec else ""
+    url = (rec.callback_url or "") if rec else ""
     log.warning("webhook.interrupted", question_id=question_id, attempt=attempt)
     # Retried at once: the receiver did nothing wrong, and a queued job needs no scheduler.
     outcome = Outcome(ok=False, retry=True, error=INTERRUPTED, retry_after_s=0.0)

@@ -15,12 +15,11 @@ import structlog
 from askgate.domain.events import QuestionLateAnswer, QuestionResolved
 from askgate.domain.timeutil import iso, now_ms
 from askgate.runtime.consumer import Event
-from askgate.store import keys
+from askgate.store.webhooks import WebhookState, delivery_key, parse_delivery
 from redis import Redis
 
 from askgate_webhooks import jobs
 from askgate_webhooks.config import WebhookSettings
-from askgate_webhooks.state import WebhookState, delivery_key, fields, parse_delivery
 
 log = structlog.get_logger("askgate.webhooks")
 CHANNEL = "webhook"
@@ -50,9 +49,7 @@ class WebhookEnqueuer:
     def start(self, delivery: str) -> None:
         """Begin one delivery chain: a question's result, or one of its late answers."""
         question_id, _ = parse_delivery(delivery)
-        qkey = keys.question(question_id)
-        channels = self.redis.hget(qkey, "channels") or b""
-        if b"webhook" not in channels.split(b","):
+        if not self.state.wants_webhook(question_id):
             return  # the question is gone (past its retention) or has no callback_url
         doc: dict[str, Any] = {
             "status": "pending",
@@ -60,8 +57,9 @@ class WebhookEnqueuer:
             "next_attempt_at": iso(now_ms()),
         }
         began = self.state.begin(delivery, doc, now_ms() + jobs.lease_ms(self.settings))
-        counter = self.redis.hget(qkey, fields(delivery)[0])
         # Attempt 1 not claimed yet: this is the first processing, or a crash came
         # between `begin` and the enqueue. Either way the unique job id decides.
-        if counter == b"0" and jobs.enqueue(self.jobs_redis, self.settings, delivery, 1):
+        if self.state.claimed(delivery) == 0 and jobs.enqueue(
+            self.jobs_redis, self.settings, delivery, 1
+        ):
             log.info("webhook.enqueued", delivery=delivery, first=began == "ok")

@@ -119,8 +119,18 @@ class Record:
         return int(self.f["expires"])
 
     @property
+    def resolved_ms(self) -> int | None:
+        return int(self.f["resolved"]) if self.f.get("resolved") else None
+
+    @property
     def callback_url(self) -> str | None:
         return self.f.get("callback") or None
+
+    def webhook_doc(self, late: int | None = None) -> dict[str, Any]:
+        """The delivery of the result (late None) or of late answer n to the callback_url,
+        as the resource shows it; {} before it began."""
+        raw = self.f.get("webhook" if late is None else f"webhook:late:{late}")
+        return dict(orjson.loads(raw)) if raw else {}
 
     @cached_property
     def questions(self) -> list[QuestionIn]:
@@ -172,6 +182,12 @@ class Record:
     def reminders_sent(self, index: int) -> int:
         prefix = f"r:{index}:"
         return sum(1 for k, v in self.f.items() if k.startswith(prefix) and v == "sent")
+
+    @property
+    def responder_doc(self) -> dict[str, Any] | None:
+        """Who answered, as stored (with the target it came through)."""
+        raw = self.f.get("responder")
+        return dict(orjson.loads(raw)) if raw else None
 
     @property
     def responder(self) -> Responder | None:

@@ -1,5 +1,7 @@
-"""The question's webhook state: one compare-and-set script on the attempt counter and
-the claim's lease, and the shard's due set the reaper reads.
+"""A question's webhook deliveries, as the webhooks service reads and writes them (owned
+here, like every other key and field): the record a delivery POSTs, one compare-and-set
+script on the attempt counter and the claim's lease, and the shard's due set the reaper
+reads.
 
 The hash field `webhook` holds what the API shows as the question's `webhook`:
 `{"status": "pending|delivered|failed", "attempts": [{"at", "status_code"|"error"}],
@@ -26,8 +28,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from askgate.store import keys
 from redis import Redis
+from redis.asyncio import Redis as AsyncRedis
+
+from askgate.store import keys
+from askgate.store.record import Record, record_from
 
 WRITE = """
 -- KEYS[1] question hash   KEYS[2] the shard's webhook dead-letter stream
@@ -177,6 +182,26 @@ class WebhookState:
         """Push the reaper's next look at a delivery whose next attempt was re-enqueued."""
         return self.write(delivery, (str(claimed), ""), str(claimed), due=str(due_ms))
 
+    def wants_webhook(self, question_id: str) -> bool:
+        """The question exists and its ask gave a callback_url."""
+        channels = self.redis.hget(keys.question(question_id), "channels") or b""
+        return b"webhook" in channels.split(b",")
+
+    def claimed(self, delivery: str) -> int | None:
+        """Attempts claimed so far (0: begun, none claimed; None: never begun)."""
+        question_id, _ = parse_delivery(delivery)
+        n = self.redis.hget(keys.question(question_id), fields(delivery)[0])
+        return int(n) if n is not None else None
+
+    def load(self, question_id: str) -> Record | None:
+        """The whole question as the API shows it (None once it is gone)."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.hgetall(keys.question(question_id))
+        pipe.get(keys.doc(question_id))
+        pipe.hgetall(keys.deliveries(question_id))
+        raw, blob, more = pipe.execute()
+        return record_from(question_id, raw, blob, more)
+
     def read(self, delivery: str) -> Current | None:
         question_id, _ = parse_delivery(delivery)
         n, lease, doc = self.redis.hmget(keys.question(question_id), list(fields(delivery)))
@@ -188,6 +213,45 @@ class WebhookState:
             orjson.loads(doc),
         )
 
+    def forget(self, delivery: str) -> None:
+        """Take a delivery that is finished or gone out of the due set."""
+        question_id, _ = parse_delivery(delivery)
+        self.redis.zrem(keys.webhook_due(keys.shard_of(question_id)), delivery)
+
     def overdue(self, shard: int, now_ms: int, limit: int = 100) -> list[str]:
         ids = self.redis.zrangebyscore(keys.webhook_due(shard), "-inf", now_ms, 0, limit)
         return [i.decode() for i in ids]
+
+
+def _id_key(entry_id: str) -> tuple[int, int]:
+    ms, _, seq = entry_id.partition("-")
+    return int(ms), int(seq or 0)
+
+
+async def list_dead(
+    redis: AsyncRedis, tenant: str | None = None, limit: int = 50
+) -> list[dict[str, Any]]:
+    """Dead letters (deliveries that gave up) across every shard, newest first; only
+    `tenant`'s when given (`askgate-webhooks dead`)."""
+    rows: list[dict[str, Any]] = []
+    for stream in keys.all_webhook_dead():
+        # Each shard's newest `limit` matching entries are enough for the merged top.
+        last = "+"
+        found = 0
+        while found < limit:
+            batch = await redis.xrevrange(stream, max=last, min="-", count=max(limit, 100))
+            if not batch:
+                break
+            for entry_id, fields in batch:
+                row = {k.decode(): v.decode() for k, v in fields.items()}
+                if tenant is None or row.get("tenant") == tenant:
+                    row["id"] = entry_id.decode()
+                    row["last"] = orjson.loads(row["last"]) if row.get("last") else None
+                    row["attempts"] = int(row.get("attempts", "0"))
+                    rows.append(row)
+                    found += 1
+            last = "(" + batch[-1][0].decode()
+            if len(batch) < max(limit, 100):
+                break
+    rows.sort(key=lambda r: _id_key(r["id"]), reverse=True)
+    return rows[:limit]
