@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 
 import pytest
 
@@ -73,3 +74,16 @@ def test_no_service_imports_the_dev_tools() -> None:
 def test_every_library_module_belongs_to_a_layer() -> None:
     loose = {p.stem for p in LIBRARY.glob("*.py")} - {"__init__", "settings"}
     assert loose == set(), f"modules outside a layer: {sorted(loose)}"
+
+
+def test_services_read_questions_through_the_store() -> None:
+    """Every hash field has one owner (askgate.store): a service uses Record's accessors
+    and the store's methods, never a raw field (`rec.f[...]`) or a hash command."""
+    raw = re.compile(r"\.f\[|\.f\.get\(|\.(hget|hgetall|hmget|hset)\(")
+    offenders = [
+        f"{p.relative_to(ROOT)}:{n}"
+        for p in (ROOT / "services").rglob("src/**/*.py")
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if raw.search(line)
+    ]
+    assert offenders == []
