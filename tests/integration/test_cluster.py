@@ -167,11 +167,6 @@ async def test_timers_late_answers_and_metrics_on_every_node(
     assert f"askgate_late_answers_total {len(ids)}" in render(await store.counters())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 9 phase 2, item 2: ABORT_RUN runs as pipelined "
-    "EVALSHA over every shard, which RedisCluster refuses",
-)
 async def test_abort_run_on_a_cluster(
     cluster_redis: RedisCluster, cluster_settings: Settings, cluster_tenant: Tenant
 ) -> None:
@@ -266,6 +261,9 @@ async def test_readyz_only_while_every_master_is_reachable(
             assert (await api.get("/readyz")).status_code == 200
 
 
+# redis-py's cluster client may leave a refused connection to the dead node for the
+# garbage collector (an unclosed StreamWriter): its warning, not a failure of ours.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 async def test_sweeper_goes_on_past_a_node_that_is_down(own_cluster: RedisClusterProcess) -> None:
     """With one master down, the shards on the other two are still swept."""
     client = connect(own_cluster.url, cluster=True, connect_timeout_s=0.5)

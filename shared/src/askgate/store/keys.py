@@ -221,16 +221,28 @@ def selection(question_id: str, target_index: int, part: int = 0) -> str:
     return f"{PREFIX}:ch:sel:{question_id}:{target_index}{suffix}"
 
 
-# The Lua side of the names above, for scripts that find a question's related keys from
-# its hash. `P` is the question key's tag prefix (`askgate:{ag:NN}`).
-LUA_KEYS = """
-local function k_prefix(qkey) return string.sub(qkey, 1, string.find(qkey, '}', 1, true)) end
-local function k_question(P, id) return P .. ':q:' .. id end
-local function k_result(P, id) return P .. ':result:' .. id end
-local function k_doc(P, id) return P .. ':doc:' .. id end
-local function k_deliveries(P, id) return P .. ':dlv:' .. id end
-local function k_session(P, t, s) return P .. ':session:' .. t .. ':' .. s end
-local function k_run(P, t, r) return P .. ':run:' .. t .. ':' .. r end
-local function k_due(P) return P .. ':due' end
-local function k_events(P, c) return P .. ':events:' .. c end
-"""
+# -- what a script that may end a question is given ----------------------------------------
+
+# How many keys of `question_keys` come before the event streams.
+QUESTION_KEYS_FIXED = 6
+
+
+def question_keys(
+    question_id: str, tenant: str, session_name: str, run_id: str | None, channels: str
+) -> list[str]:
+    """Every key of one question that a script ending it touches, in the order the
+    scripts read them (`scripts.group`): the question hash, its doc, deliveries hash,
+    result, session hash, run zset (the shard's due zset when it has no run: declared,
+    not touched), then one event stream per channel of its `channels` field ('web,slack').
+    The names come from the question's own fields, which never change once it exists;
+    all carry its shard's tag, so they share one slot."""
+    shard = shard_of(question_id)
+    return [
+        question(question_id),
+        doc(question_id),
+        deliveries(question_id),
+        result_key(question_id),
+        session(shard, tenant, session_name),
+        run(shard, tenant, run_id) if run_id else due(shard),
+        *(events(shard, ch) for ch in channels.split(",") if ch),
+    ]

@@ -131,8 +131,14 @@ class Ledger:
         error_class: str = "",
     ) -> Settled:
         member = watch_member(rec.id, index, rec.targets[index].channel)
+        shard = keys.shard_of(rec.id)
         reply = await self._settle(
-            keys=self._keys(rec),
+            keys=[
+                keys.undelivered(shard),
+                keys.metrics(shard),
+                keys.due(shard),
+                *rec.script_keys(),
+            ],
             args=[
                 rec.id,
                 index,

@@ -86,6 +86,14 @@ class Record:
     def tenant(self) -> str:
         return self.f["tenant"]
 
+    def script_keys(self) -> list[str]:
+        """The keys a script that may end this question touches (keys.question_keys),
+        named from its stored fields."""
+        f = self.f
+        return keys.question_keys(
+            self.id, f.get("tenant", ""), f.get("session", ""), f.get("run"), f.get("channels", "")
+        )
+
     @property
     def session(self) -> str:
         return self.f["session"]

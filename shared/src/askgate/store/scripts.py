@@ -1,10 +1,14 @@
 """The Lua scripts: every state change that can race is one of these.
 
 Each script's header says what each KEYS[n] and ARGV[n] is. The allowed transitions are
-rendered from `status.TRANSITIONS`, and key names from `keys.LUA_KEYS`, so the table and
-the key schema are spelled once. A script that finds a question's related keys from its
-hash (session pointer, run set, streams) builds them with the question key's own hash
-tag, so every key it touches is in the question's slot.
+rendered from `status.TRANSITIONS`, so the table is spelled once.
+
+Every key a script touches is declared in its KEYS: no key name is built in Lua, so a
+Redis Cluster routes each call by its keys and they all share one slot (the question's
+shard tag; tests/unit/test_script_keys.py checks both on every script). A script that may
+end a question is given that question's keys (`keys.question_keys`, read by `group`); a
+script over a batch (sweep, watchdog, abort) is given the batch its caller read, and
+acts only on the entries still there.
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ from enum import StrEnum
 from typing import TypeVar
 
 from askgate.domain.status import DELIVERY_TRANSITIONS, TRANSITIONS
-from askgate.store.keys import LUA_KEYS
 from askgate.store.metrics import LUA_METRICS
 
 E = TypeVar("E", bound=StrEnum)
@@ -33,8 +36,7 @@ def _lua_table(name: str, table: Mapping[E, Set[E]]) -> str:
 # appends question.resolved to each channel stream and publishes the result, so nobody
 # can observe the new state without the notification having been sent.
 _RESOLVE = (
-    LUA_KEYS
-    + LUA_METRICS
+    LUA_METRICS
     + _lua_table("ALLOWED", TRANSITIONS)
     + _lua_table("DELIVERY_ALLOWED", DELIVERY_TRANSITIONS)
     + """
@@ -44,18 +46,14 @@ local function extend(key, ms)
   if ttl < ms then redis.call('PEXPIRE', key, ms) end  -- -1 (no TTL yet) included
 end
 
--- The event streams of a channel list ('web,telegram') under a tag prefix, split once
--- per script call (a sweep resolves hundreds of questions with the same few lists).
-local STREAMS = {}
-local function streams_of(P, channels)
-  local cache_key = P .. '|' .. channels
-  local out = STREAMS[cache_key]
-  if not out then
-    out = {}
-    for ch in string.gmatch(channels, '[^,]+') do out[#out + 1] = k_events(P, ch) end
-    STREAMS[cache_key] = out
-  end
-  return out
+-- A question's keys, declared by the caller from KEYS[i] (keys.question_keys): its hash,
+-- doc, deliveries hash, result, session hash, run zset (or a placeholder), then n event
+-- streams, one per channel of its `channels` field.
+local function group(i, n)
+  local streams = {}
+  for j = 1, n do streams[j] = KEYS[i + 5 + j] end
+  return {q = KEYS[i], doc = KEYS[i + 1], dlv = KEYS[i + 2], result = KEYS[i + 3],
+          session = KEYS[i + 4], run = KEYS[i + 5], streams = streams}
 end
 
 -- True when every one of the question's n targets has failed: nothing can show it.
@@ -68,18 +66,19 @@ local function all_failed(qkey, n)
   return true
 end
 
--- in_due: also leave the due set and the run set (a sweep removes its whole batch from
--- the due set at once instead). mkey: the shard's metrics hash, where the end is counted.
+-- G: the question's keys (group). in_due: also leave the due set `due` and the run set (a
+-- sweep removes its whole batch from the due set at once instead). mkey: the shard's
+-- metrics hash, where the end is counted.
 -- A sweep resolves at or after the deadline, when the hash, doc and session TTLs set at
 -- creation (deadline + keep_ms) already have keep_ms left: it skips refreshing them.
-local function resolve(qkey, id, status, reason, result, responder, now, keep_ms, maxlen,
+local function resolve(G, due, id, status, reason, result, responder, now, keep_ms, maxlen,
                        in_due, mkey)
+  local qkey = G.q
   local f = redis.call('HMGET', qkey, 'status', 'tenant', 'session', 'run', 'channels', 'reason',
                        'created')
   if not f[1] then return {'missing'} end
   local allowed = ALLOWED[f[1]]
   if not allowed or not allowed[status] then return {'final', f[1], f[6] or ''} end
-  local P = k_prefix(qkey)
   -- A no_answer result is always {"status":"no_answer"}: the hash keeps only the reason.
   if status == 'answered' then
     redis.call('HSET', qkey, 'status', status, 'result', result, 'responder', responder,
@@ -90,21 +89,21 @@ local function resolve(qkey, id, status, reason, result, responder, now, keep_ms
   else
     redis.call('HSET', qkey, 'status', status, 'reason', reason, 'resolved', now)
   end
-  local rk = k_result(P, id)
+  local rk = G.result
   redis.call('SET', rk, result, 'PX', keep_ms)
-  local sk = k_session(P, f[2], f[3])
+  local sk = G.session
   redis.call('HDEL', sk, 'p:' .. id)
   if in_due then
     redis.call('PEXPIRE', qkey, keep_ms)
-    redis.call('PEXPIRE', k_doc(P, id), keep_ms)
-    redis.call('PEXPIRE', k_deliveries(P, id), keep_ms)
+    redis.call('PEXPIRE', G.doc, keep_ms)
+    redis.call('PEXPIRE', G.dlv, keep_ms)
     extend(sk, keep_ms)
-    redis.call('ZREM', k_due(P), id)
+    redis.call('ZREM', due, id)
     -- (A swept question stays in its run's set: it is scored by its deadline, and the
     -- next ask of the run drops entries past their deadline.)
-    if f[4] and f[4] ~= '' then redis.call('ZREM', k_run(P, f[2], f[4]), id) end
+    if f[4] and f[4] ~= '' then redis.call('ZREM', G.run, id) end
   end
-  for _, stream in ipairs(streams_of(P, f[5] or '')) do
+  for _, stream in ipairs(G.streams) do
     redis.call('XADD', stream, 'MAXLEN', '~', maxlen, '*', 'type', 'question.resolved',
                'id', id, 'tenant', f[2], 'session', f[3], 'status', status, 'reason', reason)
   end
@@ -172,12 +171,13 @@ return {'created'}
 RESOLVE = (
     _RESOLVE
     + """
--- KEYS[1] question hash   KEYS[2] the shard's metrics hash
+-- KEYS[1] the shard's metrics hash   KEYS[2] the shard's due zset
+-- KEYS[3..] the question's keys (keys.question_keys)
 -- ARGV[1] id  ARGV[2] new status  ARGV[3] reason ('' when answered)  ARGV[4] result JSON
 -- ARGV[5] responder JSON  ARGV[6] now_ms  ARGV[7] keep_ms  ARGV[8] stream maxlen
 -- Returns {'ok', tenant} | {'final', status, reason} | {'missing'}
-return resolve(KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8],
-               true, KEYS[2])
+return resolve(group(3, #KEYS - 8), KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5],
+               ARGV[6], ARGV[7], ARGV[8], true, KEYS[1])
 """
 )
 
@@ -185,22 +185,28 @@ SWEEP = (
     _RESOLVE
     + """
 -- KEYS[1] a shard's due zset   KEYS[2] its metrics hash
--- ARGV[1] now_ms  ARGV[2] batch size  ARGV[3] keep_ms  ARGV[4] stream maxlen
--- ARGV[5] the no_answer result JSON
--- Ends up to ARGV[2] questions whose deadline has passed as no_answer/timeout.
+-- KEYS[3..] the keys of each question in ARGV (keys.question_keys), one after another
+-- ARGV[1] now_ms  ARGV[2] keep_ms  ARGV[3] stream maxlen  ARGV[4] the no_answer result JSON
+-- ARGV[5..] per question the caller read from the due zset: its id, its event streams' count
+-- Ends those still in the due zset with a deadline passed as no_answer/timeout (another
+-- sweeper may have taken some meanwhile) and takes them out of it.
 -- Returns {ended, taken}: how many it ended, and how many due entries it took.
 -- (Tenants' quota entries are scored by the same deadline and drop out by themselves.)
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
-if #due == 0 then return {0, 0} end
-local P = k_prefix(KEYS[1])
-local ended = 0
-for _, id in ipairs(due) do
-  local r = resolve(k_question(P, id), id, 'no_answer', 'timeout', ARGV[5], '', ARGV[1],
-                    ARGV[3], ARGV[4], false, KEYS[2])
-  if r[1] == 'ok' then ended = ended + 1 end
+local now = tonumber(ARGV[1])
+local ended, k, taken = 0, 3, {}
+for a = 5, #ARGV, 2 do
+  local id, n = ARGV[a], tonumber(ARGV[a + 1])
+  local score = redis.call('ZSCORE', KEYS[1], id)
+  if score and tonumber(score) <= now then
+    local r = resolve(group(k, n), KEYS[1], id, 'no_answer', 'timeout', ARGV[4], '', ARGV[1],
+                      ARGV[2], ARGV[3], false, KEYS[2])
+    if r[1] == 'ok' then ended = ended + 1 end
+    taken[#taken + 1] = id
+  end
+  k = k + 6 + n
 end
-redis.call('ZREM', KEYS[1], unpack(due))
-return {ended, #due}
+if #taken > 0 then redis.call('ZREM', KEYS[1], unpack(taken)) end
+return {ended, #taken}
 """
 )
 
@@ -208,17 +214,23 @@ ABORT_RUN = (
     _RESOLVE
     + """
 -- KEYS[1] a run's pending zset in one shard   KEYS[2] the shard's metrics hash
+-- KEYS[3] the shard's due zset   KEYS[4..] the keys of each question in ARGV, one after another
 -- ARGV[1] now_ms  ARGV[2] keep_ms  ARGV[3] stream maxlen  ARGV[4] the no_answer result
--- Ends every pending question of the run in this shard as no_answer/run_aborted.
+-- ARGV[5..] per question the caller read from the run's zset: its id, its streams' count
+-- Ends those still in the run's zset as no_answer/run_aborted and takes them out of it.
 -- Returns the ids it ended.
-local P = k_prefix(KEYS[1])
 local out = {}
-for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
-  local r = resolve(k_question(P, id), id, 'no_answer', 'run_aborted', ARGV[4], '', ARGV[1],
-                    ARGV[2], ARGV[3], true, KEYS[2])
-  if r[1] == 'ok' then out[#out + 1] = id end
+local k = 4
+for a = 5, #ARGV, 2 do
+  local id, n = ARGV[a], tonumber(ARGV[a + 1])
+  if redis.call('ZSCORE', KEYS[1], id) then
+    local r = resolve(group(k, n), KEYS[3], id, 'no_answer', 'run_aborted', ARGV[4], '',
+                      ARGV[1], ARGV[2], ARGV[3], true, KEYS[2])
+    if r[1] == 'ok' then out[#out + 1] = id end
+    redis.call('ZREM', KEYS[1], id)
+  end
+  k = k + 6 + n
 end
-redis.call('DEL', KEYS[1])
 return out
 """
 )
@@ -241,13 +253,15 @@ local function same_ttl(qkey, dkey)
   if ttl > 0 then redis.call('PEXPIRE', dkey, ttl) end
 end
 
--- Set target i to `state` with its JSON. A failure is counted in the metrics hash mkey
+-- Set target i of the question whose keys are G (group; only G.q and G.dlv unless it
+-- ends) to `state` with its JSON. A failure is counted in the metrics hash mkey
 -- by its channel (from the undelivered member) and error class; one that leaves no
 -- target able to show a pending question ends it as no_answer/delivery_failed (a target
 -- of an escalation step that has not started is still pending, so the step still runs).
 -- Returns '1' if it ended.
-local function settle(qkey, dkey, wkey, id, i, state, doc, member, now, keep, maxlen,
+local function settle(G, wkey, due, id, i, state, doc, member, now, keep, maxlen,
                       no_answer, mkey, eclass)
+  local qkey, dkey = G.q, G.dlv
   redis.call('HSET', qkey, 'ds:' .. i, state)
   redis.call('HSET', dkey, 'd:' .. i, doc)
   redis.call('HDEL', dkey, 'l:' .. i)
@@ -258,7 +272,7 @@ local function settle(qkey, dkey, wkey, id, i, state, doc, member, now, keep, ma
   redis.call('HINCRBY', mkey, 'df:' .. ch .. ':' .. eclass, 1)
   local f = redis.call('HMGET', qkey, 'status', 'ntargets')
   if f[1] ~= 'pending' or not all_failed(qkey, f[2]) then return '0' end
-  local r = resolve(qkey, id, 'no_answer', 'delivery_failed', no_answer, '', now, keep,
+  local r = resolve(G, due, id, 'no_answer', 'delivery_failed', no_answer, '', now, keep,
                     maxlen, true, mkey)
   return r[1] == 'ok' and '1' or '0'
 end
@@ -287,8 +301,8 @@ if cur == 'sending' then
   local until_ms = lease_of(KEYS[2], i)
   if until_ms > now then return {'busy', until_ms - now} end
   if ARGV[5] == 'assume' then
-    settle(KEYS[1], KEYS[2], KEYS[3], '', i, 'delivered', ARGV[7], ARGV[8], now, 0, 0, '',
-           KEYS[4], '')
+    settle({q = KEYS[1], dlv = KEYS[2]}, KEYS[3], '', '', i, 'delivered', ARGV[7], ARGV[8],
+           now, 0, 0, '', KEYS[4], '')
     return {'assumed'}
   end
 end
@@ -305,8 +319,8 @@ SETTLE = (
     _RESOLVE
     + _LEDGER
     + """
--- KEYS[1] question hash   KEYS[2] its deliveries hash   KEYS[3] the shard's undelivered zset
--- KEYS[4] the shard's metrics hash
+-- KEYS[1] the shard's undelivered zset   KEYS[2] the shard's metrics hash
+-- KEYS[3] the shard's due zset   KEYS[4..] the question's keys (keys.question_keys)
 -- ARGV[1] id  ARGV[2] target index  ARGV[3] new state  ARGV[4] its JSON
 -- ARGV[5] owner: only the holder of the claim may settle it ('' = not a claim's end)
 -- ARGV[6] expected current state ('' = any allowed)  ARGV[7] undelivered member
@@ -315,31 +329,32 @@ SETTLE = (
 -- ARGV[13] the failed JSON used then  ARGV[14] '1' when this claim does not count (the
 --          platform said "later", e.g. a 429)   ARGV[15] a failure's error class
 -- Returns {'ok', state, ended ('1'|'0')} | {'conflict', current state} | {'missing'}
+local G = group(4, #KEYS - 9)
 local i, state = ARGV[2], ARGV[3]
-local cur = redis.call('HGET', KEYS[1], 'ds:' .. i)
+local cur = redis.call('HGET', G.q, 'ds:' .. i)
 if not cur then
-  if redis.call('EXISTS', KEYS[1]) == 0 then return {'missing'} end
+  if redis.call('EXISTS', G.q) == 0 then return {'missing'} end
   cur = 'pending'
 end
 if ARGV[6] ~= '' and cur ~= ARGV[6] then return {'conflict', cur} end
 if not DELIVERY_ALLOWED[cur][state] then return {'conflict', cur} end
 if ARGV[5] ~= '' then
-  local _, owner = lease_of(KEYS[2], i)
+  local _, owner = lease_of(G.dlv, i)
   if owner ~= ARGV[5] then return {'conflict', cur} end
 end
 local doc = ARGV[4]
 if state == 'pending' then
   local n
   if ARGV[14] == '1' then
-    n = redis.call('HINCRBY', KEYS[2], 'n:' .. i, -1)
+    n = redis.call('HINCRBY', G.dlv, 'n:' .. i, -1)
   else
-    n = tonumber(redis.call('HGET', KEYS[2], 'n:' .. i) or '0')
+    n = tonumber(redis.call('HGET', G.dlv, 'n:' .. i) or '0')
   end
   local limit = tonumber(ARGV[12])
   if limit > 0 and n >= limit then state, doc = 'failed', ARGV[13] end
 end
-local ended = settle(KEYS[1], KEYS[2], KEYS[3], ARGV[1], i, state, doc, ARGV[7],
-                     ARGV[8], ARGV[9], ARGV[10], ARGV[11], KEYS[4], ARGV[15])
+local ended = settle(G, KEYS[1], KEYS[3], ARGV[1], i, state, doc, ARGV[7],
+                     ARGV[8], ARGV[9], ARGV[10], ARGV[11], KEYS[2], ARGV[15])
 return {'ok', state, ended}
 """
 )
@@ -357,37 +372,45 @@ WATCHDOG = (
     + _LEDGER
     + """
 -- KEYS[1] a shard's undelivered zset (`<id>|<target index>|<channel>` → show-by ms)
--- KEYS[2] the shard's metrics hash
--- ARGV[1] now_ms  ARGV[2] batch size  ARGV[3] grace_ms  ARGV[4] live channels ('a,b,')
--- ARGV[5] keep_ms  ARGV[6] stream maxlen  ARGV[7] no_answer result  ARGV[8] now (ISO)
+-- KEYS[2] the shard's metrics hash   KEYS[3] the shard's due zset
+-- KEYS[4..] the keys of each entry's question (keys.question_keys), one after another
+-- ARGV[1] now_ms  ARGV[2] grace_ms  ARGV[3] live channels ('a,b,')  ARGV[4] keep_ms
+-- ARGV[5] stream maxlen  ARGV[6] no_answer result  ARGV[7] now (ISO)
+-- ARGV[8..] per entry the caller read from the undelivered zset: the entry, its question's
+-- event streams' count
 -- A target still not shown by its deadline fails when no worker of its channel is
--- live (a live worker may be waiting out a rate limit: it gets grace_ms more).
+-- live (a live worker may be waiting out a rate limit: it gets grace_ms more). Entries
+-- no longer due (settled or moved meanwhile) are left alone.
 -- Returns {failed, ended, taken}.
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
-if #due == 0 then return {0, 0, 0} end
-local P = k_prefix(KEYS[1])
 local now = tonumber(ARGV[1])
-local failed, ended = 0, 0
-for _, member in ipairs(due) do
-  local id, i, ch = string.match(member, '^([^|]+)|(%d+)|(.+)$')
-  local qkey = k_question(P, id)
-  local f = redis.call('HMGET', qkey, 'status', 'ds:' .. i)
-  local cur = f[2] or 'pending'
-  if f[1] ~= 'pending' or not DELIVERY_ALLOWED[cur]['failed'] then
-    redis.call('ZREM', KEYS[1], member)
-  elseif string.find(ARGV[4], ',' .. ch .. ',', 1, true) then
-    redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), member)
-  else
-    local doc = cjson.encode({status = 'failed', at = ARGV[8], ref = cjson.null,
-                              error = 'no live askgate-' .. ch .. ' worker'})
-    failed = failed + 1
-    if settle(qkey, k_deliveries(P, id), KEYS[1], id, i, 'failed', doc, member, now,
-              ARGV[5], ARGV[6], ARGV[7], KEYS[2], 'no_worker') == '1' then
-      ended = ended + 1
+local failed, ended, taken = 0, 0, 0
+local k = 4
+for a = 8, #ARGV, 2 do
+  local member, n = ARGV[a], tonumber(ARGV[a + 1])
+  local G = group(k, n)
+  k = k + 6 + n
+  local score = redis.call('ZSCORE', KEYS[1], member)
+  if score and tonumber(score) <= now then
+    taken = taken + 1
+    local id, i, ch = string.match(member, '^([^|]+)|(%d+)|(.+)$')
+    local f = redis.call('HMGET', G.q, 'status', 'ds:' .. i)
+    local cur = f[2] or 'pending'
+    if f[1] ~= 'pending' or not DELIVERY_ALLOWED[cur]['failed'] then
+      redis.call('ZREM', KEYS[1], member)
+    elseif string.find(ARGV[3], ',' .. ch .. ',', 1, true) then
+      redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), member)
+    else
+      local doc = cjson.encode({status = 'failed', at = ARGV[7], ref = cjson.null,
+                                error = 'no live askgate-' .. ch .. ' worker'})
+      failed = failed + 1
+      if settle(G, KEYS[1], KEYS[3], id, i, 'failed', doc, member, now, ARGV[4], ARGV[5],
+                ARGV[6], KEYS[2], 'no_worker') == '1' then
+        ended = ended + 1
+      end
     end
   end
 end
-return {failed, ended, #due}
+return {failed, ended, taken}
 """
 )
 

@@ -7,7 +7,8 @@ arguments and turns its replies into records or askgate errors. Redis errors pro
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+from collections.abc import Mapping, Sequence
 
 import orjson
 from redis.asyncio import Redis
@@ -241,8 +242,9 @@ class Store(Queries):
         when the question ended without one first."""
         now = now_ms()
         responder_json = _responder_json(responder, target)
+        shard = keys.shard_of(rec.id)
         reply = await self._resolve(
-            keys=[keys.question(rec.id), keys.metrics(keys.shard_of(rec.id))],
+            keys=[keys.metrics(shard), keys.due(shard), *rec.script_keys()],
             args=[
                 rec.id,
                 status.value,
@@ -380,28 +382,64 @@ class Store(Queries):
         return await self._finish(rec, Status.NO_ANSWER, reason, NO_ANSWER, responder, target)
 
     async def abort_run(self, tenant: str, run_id: str) -> list[str]:
+        """End the run's pending questions in every shard as no_answer/run_aborted: one
+        read of every shard's run set, then one script per shard that has any (a script
+        runs in one slot, so they are not pipelined)."""
         now = now_ms()
         async with self.redis.pipeline(transaction=False) as pipe:
             for shard in range(keys.SHARDS):
-                await self._abort(
-                    keys=[keys.run(shard, tenant, run_id), keys.metrics(shard)],
-                    args=[now, self.keep_ms, self.maxlen, NO_ANSWER],
-                    client=pipe,
-                )
-            replies = await pipe.execute()
-        ended = [qid.decode() for reply in replies for qid in reply]
+                pipe.zrange(keys.run(shard, tenant, run_id), 0, -1)
+            found = await pipe.execute()
+        shards = [(shard, _ids(raw)) for shard, raw in enumerate(found) if raw]
+        replies = await asyncio.gather(
+            *(self._abort_shard(shard, tenant, run_id, ids, now) for shard, ids in shards)
+        )
+        ended = [qid for reply in replies for qid in reply]
         if ended:
             await self.redis.zrem(keys.tenant_pending(tenant), *ended)
         return ended
 
+    async def _abort_shard(
+        self, shard: int, tenant: str, run_id: str, ids: list[str], now: int
+    ) -> list[str]:
+        groups = await self.question_keys(ids)
+        reply = await self._abort(
+            keys=[
+                keys.run(shard, tenant, run_id),
+                keys.metrics(shard),
+                keys.due(shard),
+                *_flat(groups),
+            ],
+            args=[now, self.keep_ms, self.maxlen, NO_ANSWER, *_counted(ids, groups)],
+        )
+        return [qid.decode() for qid in reply]
+
+    async def question_keys(self, ids: Sequence[str]) -> list[list[str]]:
+        """The script keys of each question (keys.question_keys), named from its stored
+        fields; a question that is gone gets names that its script never touches."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for qid in ids:
+                pipe.hmget(keys.question(qid), "tenant", "session", "run", "channels")
+            rows = await pipe.execute()
+        return [
+            keys.question_keys(qid, *(v.decode() if v else "" for v in row))
+            for qid, row in zip(ids, rows, strict=True)
+        ]
+
     async def sweep_shard(self, shard: int, now: int | None = None) -> tuple[int, int]:
         """End up to sweep_batch overdue questions of one shard as no_answer/timeout.
         Returns (ended, taken): taken == sweep_batch means more may be due."""
-        ended, taken = await self._sweep(
-            keys=[keys.due(shard), keys.metrics(shard)],
-            args=[now or now_ms(), self.settings.sweep_batch, self.keep_ms, self.maxlen, NO_ANSWER],
+        now = now or now_ms()
+        due = keys.due(shard)
+        ids = _ids(await self.redis.zrangebyscore(due, "-inf", now, 0, self.settings.sweep_batch))
+        if not ids:
+            return 0, 0
+        groups = await self.question_keys(ids)
+        ended, _ = await self._sweep(
+            keys=[due, keys.metrics(shard), *_flat(groups)],
+            args=[now, self.keep_ms, self.maxlen, NO_ANSWER, *_counted(ids, groups)],
         )
-        return int(ended), int(taken)
+        return int(ended), len(ids)
 
     async def sweep_undelivered(
         self, shard: int, live: set[str] | frozenset[str], now: int | None = None
@@ -410,20 +448,45 @@ class Store(Queries):
         no live worker (`live`: the channels that have one). Returns (failed, questions
         ended, entries taken): taken == sweep_batch means more may be due."""
         now = now or now_ms()
-        failed, ended, taken = await self._watchdog(
-            keys=[keys.undelivered(shard), keys.metrics(shard)],
+        key = keys.undelivered(shard)
+        members = _ids(
+            await self.redis.zrangebyscore(key, "-inf", now, 0, self.settings.sweep_batch)
+        )
+        if not members:
+            return 0, 0, 0
+        ids = list(dict.fromkeys(m.split("|", 1)[0] for m in members))
+        by_id = dict(zip(ids, await self.question_keys(ids), strict=True))
+        groups = [by_id[m.split("|", 1)[0]] for m in members]
+        failed, ended, _ = await self._watchdog(
+            keys=[key, keys.metrics(shard), keys.due(shard), *_flat(groups)],
             args=[
                 now,
-                self.settings.sweep_batch,
                 self.grace_ms,
                 "," + ",".join(sorted(live)) + ",",
                 self.keep_ms,
                 self.maxlen,
                 NO_ANSWER,
                 iso(now),
+                *_counted(members, groups),
             ],
         )
-        return int(failed), int(ended), int(taken)
+        return int(failed), int(ended), len(members)
+
+
+def _ids(raw: Sequence[bytes]) -> list[str]:
+    return [m.decode() for m in raw]
+
+
+def _flat(groups: Sequence[Sequence[str]]) -> list[str]:
+    return [k for g in groups for k in g]
+
+
+def _counted(names: Sequence[str], groups: Sequence[Sequence[str]]) -> list[str | int]:
+    """Per entry of a batch script: its name, and how many event streams its keys name."""
+    out: list[str | int] = []
+    for name, group in zip(names, groups, strict=True):
+        out += [name, len(group) - keys.QUESTION_KEYS_FIXED]
+    return out
 
 
 def _responder_json(responder: Responder | None, target: int | None) -> str:
