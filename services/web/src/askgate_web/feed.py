@@ -1,5 +1,5 @@
-"""The event reader: one broadcast read of the `web` streams per process, fanned out to
-the open pages of each session.
+"""The event reader: one broadcast read of the `web` streams per process (one per shard
+stream on a Redis Cluster), fanned out to the open pages of each session.
 
 Every replica reads every event (plain XREAD from the streams' tails, no consumer group
 that would hand an event to one replica only) and wakes the SSE connections of the
@@ -23,7 +23,7 @@ from askgate.domain.events import (
     parse_event,
 )
 from askgate.store import keys
-from redis.asyncio import Redis
+from askgate.store.conn import Client, read_groups
 from redis.exceptions import RedisError
 
 from askgate_web.config import ERROR_BACKOFF_S, READ_BLOCK_MS, READ_COUNT, SUBSCRIBER_BACKLOG
@@ -63,6 +63,7 @@ class PageFeed:
         self._subs: dict[SessionKey, set[Queue]] = defaultdict(set)
         self.closing = False
         self.ready = asyncio.Event()
+        self._down: set[int] = set()  # readers not reading now
 
     @property
     def connections(self) -> int:
@@ -102,16 +103,23 @@ class PageFeed:
                     queue.get_nowait()
                 queue.put_nowait(None)
 
-    async def run(self, redis: Redis) -> None:
-        """Read the web streams until cancelled, from their tails at start-up."""
+    async def run(self, redis: Client) -> None:
+        """Read the web streams until cancelled, from their tails at start-up: one
+        blocking read of them all on one Redis, one per shard stream on a cluster
+        (`conn.read_groups`). Ready while every reader reads."""
+        groups = read_groups(redis, keys.all_events("web"))
+        self._down = set(range(len(groups)))
+        await asyncio.gather(*(self._read(redis, n, group) for n, group in enumerate(groups)))
+
+    async def _read(self, redis: Client, n: int, names: list[str]) -> None:
         last: dict[str, str] = {}
         while not last:
             try:
-                last = await self._tails(redis)
+                last = await self._tails(redis, names)
             except (RedisError, OSError) as exc:
                 log.warning("web.redis_error", error=str(exc))
                 await asyncio.sleep(ERROR_BACKOFF_S)
-        self.ready.set()
+        self._up(n)
         log.info("web.reader_started", streams=len(last))
         # Until close(): a cancel that lands while redis-py waits out a blocking read can
         # be taken for a read timeout and retried, so the flag ends the loop for sure.
@@ -122,19 +130,24 @@ class PageFeed:
                 if self.closing:
                     return
                 # Keep the positions: the entries are still in the streams after an outage.
+                self._down.add(n)
                 self.ready.clear()
                 log.warning("web.redis_error", error=str(exc))
                 await asyncio.sleep(ERROR_BACKOFF_S)
                 continue
-            self.ready.set()
-            for stream, entries in reply:
+            self._up(n)
+            for stream, entries in reply or []:
                 for entry_id, fields in entries:
                     last[stream.decode()] = entry_id.decode()
                     if self._subs:
                         self._dispatch(fields)
 
-    async def _tails(self, redis: Redis) -> dict[str, str]:
-        names = keys.all_events("web")
+    def _up(self, n: int) -> None:
+        self._down.discard(n)
+        if not self._down:
+            self.ready.set()
+
+    async def _tails(self, redis: Client, names: list[str]) -> dict[str, str]:
         async with redis.pipeline(transaction=False) as pipe:
             for name in names:
                 pipe.xrevrange(name, count=1)

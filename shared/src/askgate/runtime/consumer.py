@@ -2,10 +2,13 @@
 
 It creates the consumer group on every shard's stream idempotently, reads new entries
 with XREADGROUP (bounded block), reclaims entries a dead consumer left pending with
-XAUTOCLAIM, and XACKs an entry only after its handler returned. Entries of one question
-are handled in order; different questions concurrently, up to `max_in_flight` at once,
-and the loop keeps reading while handlers run: one slow handler holds only its own
-question's entries. A worker implements only `handle(event)`.
+XAUTOCLAIM, and XACKs an entry only after its handler returned. On one Redis one blocking
+read covers every shard's stream; on a Redis Cluster, where a command's keys must share a
+slot, there is one reader per shard stream (`conn.read_groups`), each holding one
+connection while it blocks, so a consumer holds at most SHARDS connections for reading.
+Entries of one question are handled in order; different questions concurrently, up to
+`max_in_flight` at once, and the readers keep reading while handlers run: one slow
+handler holds only its own question's entries. A worker implements only `handle(event)`.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from redis.exceptions import RedisError, ResponseError
 
 from askgate.domain.events import QuestionEvent, parse_event
 from askgate.store import keys
+from askgate.store.conn import read_groups
 
 log = structlog.get_logger("askgate.consumer")
 
@@ -98,8 +102,8 @@ class StreamConsumer:
     def in_flight(self) -> int:
         return len(self._in_flight)
 
-    async def ensure_groups(self) -> None:
-        for stream in self.streams:
+    async def ensure_groups(self, streams: list[str] | None = None) -> None:
+        for stream in self.streams if streams is None else streams:
             try:
                 # From the start of the stream: events written before the first worker
                 # ever started are still delivered.
@@ -109,30 +113,49 @@ class StreamConsumer:
                     raise
 
     async def run(self, stop: asyncio.Event) -> None:
+        """Read (one task per read group) and reclaim every claim_every_s until `stop`,
+        then drain the handlers in flight."""
         log.info("consumer.started", channel=self.channel, consumer=self.consumer)
-        groups_ready = False
+        readers = [
+            asyncio.create_task(self._read_loop(group, stop))
+            for group in read_groups(self.redis, self.streams)
+        ]
         try:
             while not stop.is_set():
-                try:
-                    if not groups_ready:
-                        await self.ensure_groups()
-                        groups_ready = True
-                    if time.monotonic() - self._last_claim >= self.claim_every_s:
-                        self._last_claim = time.monotonic()
+                if time.monotonic() - self._last_claim >= self.claim_every_s:
+                    self._last_claim = time.monotonic()
+                    try:
                         await self.touch_in_flight()
                         self.dispatch(await self.reclaim())
-                    room = self.max_in_flight - len(self._in_flight)
-                    if room <= 0:
-                        await self._wait_for_room()
-                        continue
-                    self.dispatch(await self.read(min(self.count, room)))
-                except (RedisError, OSError) as exc:
-                    groups_ready = False
-                    log.warning("consumer.redis_error", channel=self.channel, error=str(exc))
-                    await asyncio.sleep(ERROR_BACKOFF_S)
+                    except (RedisError, OSError) as exc:
+                        log.warning("consumer.redis_error", channel=self.channel, error=str(exc))
+                wait = self.claim_every_s - (time.monotonic() - self._last_claim)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), max(wait, 0.01))
         finally:
+            # Each reader ends after its current read (at most block_ms).
+            await asyncio.gather(*readers, return_exceptions=True)
             await self.drain()
         log.info("consumer.stopped", channel=self.channel, consumer=self.consumer)
+
+    async def _read_loop(self, streams: list[str], stop: asyncio.Event) -> None:
+        """Read new entries of `streams` (one blocking read at a time) until `stop`. An
+        error pauses this reader only: on a cluster the other shards' go on."""
+        groups_ready = False
+        while not stop.is_set():
+            try:
+                if not groups_ready:
+                    await self.ensure_groups(streams)
+                    groups_ready = True
+                room = self.max_in_flight - len(self._in_flight)
+                if room <= 0:
+                    await self._wait_for_room()
+                    continue
+                self.dispatch(await self.read(min(self.count, room), streams))
+            except (RedisError, OSError) as exc:
+                groups_ready = False
+                log.warning("consumer.redis_error", channel=self.channel, error=str(exc))
+                await asyncio.sleep(ERROR_BACKOFF_S)
 
     async def _wait_for_room(self) -> None:
         tasks = list(self._tasks.values())
@@ -171,11 +194,13 @@ class StreamConsumer:
         if tasks:
             await asyncio.wait(tasks)
 
-    async def read(self, count: int | None = None) -> list[Event]:
+    async def read(self, count: int | None = None, streams: list[str] | None = None) -> list[Event]:
+        """New entries of `streams` (default: every shard's, which on a cluster only one
+        stream per call may be), waiting up to block_ms for one."""
         reply = await self.redis.xreadgroup(
             self.group,
             self.consumer,
-            dict.fromkeys(self.streams, ">"),
+            dict.fromkeys(self.streams if streams is None else streams, ">"),
             count=count or self.count,
             block=self.block_ms,
         )
@@ -199,23 +224,42 @@ class StreamConsumer:
     async def reclaim(self) -> list[Event]:
         """Entries pending longer than claim_idle_ms on any consumer (a dead one)."""
         out: list[Event] = []
+        failed: RedisError | OSError | None = None
+        reached = False
         for stream in self.streams:
-            start = "0-0"
-            while True:
-                reply = await self.redis.xautoclaim(
-                    stream, self.group, self.consumer, self.claim_idle_ms, start, count=self.count
-                )
-                start, entries = reply[0], reply[1]
-                for entry_id, fields in entries:
-                    if not fields:
-                        continue  # deleted by trimming: nothing left to do
-                    out.append(self._event(stream, entry_id, fields))
-                if start in (b"0-0", "0-0") or not entries:
-                    break
+            try:
+                out += await self._reclaim_stream(stream)
+                reached = True
+            except (RedisError, OSError) as exc:  # its node is down: the others go on
+                failed = exc
+        if failed is not None:
+            if not reached:
+                raise failed
+            log.warning("consumer.reclaim_error", channel=self.channel, error=str(failed))
         if out:
             out = await self._drop_dead(out)
             log.info("consumer.reclaimed", channel=self.channel, n=len(out))
         return out
+
+    async def _reclaim_stream(self, stream: str) -> list[Event]:
+        out: list[Event] = []
+        start = "0-0"
+        while True:
+            try:
+                reply = await self.redis.xautoclaim(
+                    stream, self.group, self.consumer, self.claim_idle_ms, start, count=self.count
+                )
+            except ResponseError as exc:
+                if "NOGROUP" in str(exc):
+                    return out  # its reader has not created the group yet: nothing pending
+                raise
+            start, entries = reply[0], reply[1]
+            for entry_id, fields in entries:
+                if not fields:
+                    continue  # deleted by trimming: nothing left to do
+                out.append(self._event(stream, entry_id, fields))
+            if start in (b"0-0", "0-0") or not entries:
+                return out
 
     async def _drop_dead(self, events: list[Event]) -> list[Event]:
         alive = []

@@ -13,6 +13,7 @@ cluster node would answer only for the slots that node holds, so it refuses to s
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TypeAlias
 from urllib.parse import urlsplit
 
@@ -20,6 +21,7 @@ import redis as redis_sync
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.cluster import RedisCluster as SyncRedisCluster
+from redis.crc import key_slot
 from redis.exceptions import RedisError
 
 from askgate.domain.errors import ConfigError
@@ -138,6 +140,20 @@ async def reach_all(redis: Client) -> None:
         nodes[node.name] = node
     for node in nodes.values():
         await redis.ping(target_nodes=node)
+
+
+def read_groups(redis: Client, names: Iterable[str]) -> list[list[str]]:
+    """The streams that one blocking read (XREAD, XREADGROUP) may cover together: all of
+    them on one Redis; on a cluster those of one slot (a command's keys must share a
+    slot there), so a reader runs one blocking read per shard. Each read holds one
+    connection while it blocks: a reader holds at most len(groups) at once."""
+    names = list(names)
+    if not isinstance(redis, RedisCluster):
+        return [names]
+    by_slot: dict[int, list[str]] = {}
+    for name in names:
+        by_slot.setdefault(key_slot(name.encode()), []).append(name)
+    return list(by_slot.values())
 
 
 def check_redis(settings: Settings, *, jobs: bool = False) -> None:
