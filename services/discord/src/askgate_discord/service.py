@@ -17,6 +17,7 @@ import orjson
 import structlog
 from aiohttp import web
 from askgate.channels import ChannelService, TenantConfigs
+from askgate.channels.service import serve_until
 from nacl.exceptions import CryptoError
 from nacl.signing import VerifyKey
 from redis.asyncio import Redis
@@ -162,9 +163,4 @@ class DiscordService:
 
 
 async def serve(settings: DiscordSettings, stop: asyncio.Event) -> None:
-    service = DiscordService(settings)
-    await service.start()
-    try:
-        await stop.wait()
-    finally:
-        await service.close()
+    await serve_until(DiscordService(settings), stop)

@@ -9,6 +9,7 @@ import asyncio
 import structlog
 from aiohttp import web
 from askgate.channels import ChannelService, PlatformError
+from askgate.channels.service import serve_until
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from slack_sdk.signature import Clock
@@ -124,9 +125,4 @@ class SlackService:
 
 
 async def serve(settings: SlackSettings, stop: asyncio.Event) -> None:
-    service = SlackService(settings)
-    await service.start()
-    try:
-        await stop.wait()
-    finally:
-        await service.close()
+    await serve_until(SlackService(settings), stop)

@@ -9,6 +9,7 @@ import asyncio
 import structlog
 from aiohttp import web
 from askgate.channels import ChannelService, PlatformError
+from askgate.channels.service import serve_until
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
@@ -139,9 +140,4 @@ class TelegramService:
 
 
 async def serve(settings: TelegramSettings, stop: asyncio.Event) -> None:
-    service = TelegramService(settings)
-    await service.start()
-    try:
-        await stop.wait()
-    finally:
-        await service.close()
+    await serve_until(TelegramService(settings), stop)

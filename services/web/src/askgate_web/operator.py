@@ -8,8 +8,6 @@ bearer token. It shows every session of the tenant, so the link is for operators
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
 from typing import Annotated, Any
 from urllib.parse import urlencode, urlsplit
 
@@ -23,12 +21,11 @@ from askgate.store.record import Record
 from askgate.store.store import Store
 from askgate.store.tenants import tenant_for_key
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import HTMLResponse, Response, StreamingResponse
+from fastapi.responses import HTMLResponse, Response
 
-from askgate_web.config import HEARTBEAT_S, SSE_RETRY_MS, negotiate_locale
-from askgate_web.feed import PageFeed
+from askgate_web.config import negotiate_locale
 from askgate_web.render import render_template
-from askgate_web.routes import PAGE, PRIVATE, LinkRefused
+from askgate_web.routes import PAGE, PRIVATE, LinkRefused, change_stream
 
 router = APIRouter()
 # The page lists at most this many (newest first); the API pages through all of them.
@@ -136,23 +133,4 @@ async def view(request: Request, link: ApiLink) -> Response:
 async def events(request: Request, link: ApiLink) -> Response:
     """A `change` for any question of the tenant (asked, escalated, ended): the page
     re-reads its view."""
-    feed: PageFeed = request.app.state.feed
-    queue = feed.subscribe(link.tenant, "")
-
-    async def stream() -> AsyncIterator[str]:
-        try:
-            yield f"retry: {SSE_RETRY_MS}\nevent: hello\ndata: {{}}\n\n"
-            while True:
-                try:
-                    change = await asyncio.wait_for(queue.get(), HEARTBEAT_S)
-                except TimeoutError:
-                    yield ": keep-alive\n\n"
-                    continue
-                if change is None:
-                    return
-                yield f"event: change\ndata: {change.json()}\n\n"
-        finally:
-            feed.unsubscribe(link.tenant, "", queue)
-
-    headers = {**PRIVATE, "X-Accel-Buffering": "no"}
-    return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
+    return change_stream(request.app.state.feed, link.tenant, "")

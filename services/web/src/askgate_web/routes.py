@@ -136,8 +136,13 @@ async def view(request: Request, link: ApiLink) -> Response:
 
 @router.get("/api/events")
 async def events(request: Request, link: ApiLink) -> Response:
-    feed: PageFeed = request.app.state.feed
-    queue = feed.subscribe(link.tenant, link.session)
+    return change_stream(request.app.state.feed, link.tenant, link.session)
+
+
+def change_stream(feed: PageFeed, tenant: str, session: str) -> StreamingResponse:
+    """Server-sent events for a page: `hello` first, then a `change` each time the feed
+    has one for (tenant, session) ("" = every session of the tenant), keep-alives between."""
+    queue = feed.subscribe(tenant, session)
 
     async def stream() -> AsyncIterator[str]:
         try:
@@ -154,7 +159,7 @@ async def events(request: Request, link: ApiLink) -> Response:
                     return
                 yield f"event: change\ndata: {change.json()}\n\n"
         finally:
-            feed.unsubscribe(link.tenant, link.session, queue)
+            feed.unsubscribe(tenant, session, queue)
 
     headers = {**PRIVATE, "X-Accel-Buffering": "no"}  # nginx: do not buffer the stream
     return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 from pydantic import Field
@@ -156,3 +156,18 @@ class ChannelService:
         if self._own_redis:
             await self.redis.aclose()
         log.info("channel.stopped", service=self.name)
+
+
+class Serving(Protocol):
+    async def start(self) -> None: ...
+    async def close(self) -> None: ...
+
+
+async def serve_until(service: Serving, stop: asyncio.Event) -> None:
+    """A channel service's whole life in `run_service`: start it, serve until `stop`,
+    then close it (its consumer's grace and the adapter's own drain)."""
+    await service.start()
+    try:
+        await stop.wait()
+    finally:
+        await service.close()
