@@ -16,6 +16,7 @@ from askgate.domain.models import (
 )
 from askgate.domain.resource import QuestionPublic
 from askgate.domain.status import Reason, Status
+from askgate.runtime.http import StrictJsonRoute
 from askgate.store.conn import reach_all
 from askgate.store.metrics import render as render_counters
 from askgate.store.record import Record
@@ -28,7 +29,6 @@ from redis.exceptions import RedisError
 from starlette.convertors import PathConvertor, register_url_convertor
 
 from askgate_api.auth import current_tenant
-from askgate_api.bodies import StrictJsonRoute
 from askgate_api.fastpath import create_ask
 from askgate_api.metrics import FINALS, REGISTRY, WAITERS
 from askgate_api.responses import json_response, redis_unavailable, resource

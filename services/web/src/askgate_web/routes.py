@@ -20,13 +20,13 @@ from askgate.domain.models import FREE_TEXT_MAX
 from askgate.domain.signing import verify_session_link
 from askgate.domain.status import Reason
 from askgate.domain.timeutil import now_ms
+from askgate.runtime.http import StrictJsonRoute
 from askgate.store.record import Record
 from askgate.store.store import Store
 from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response, StreamingResponse
 
 from askgate_web import render
-from askgate_web.bodies import StrictJsonRoute
 from askgate_web.config import (
     HEARTBEAT_S,
     RESPONDER,

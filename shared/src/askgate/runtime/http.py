@@ -1,6 +1,8 @@
-"""How the API reads a JSON body: orjson (strict, see askgate.domain.asgi) in place of the
-standard library's decoder, for every FastAPI route. Its JSONDecodeError is the standard
-one's subclass, so FastAPI reports it as `json_invalid` (models.describe_errors)."""
+"""How the HTTP services (API, Control UI) read a JSON body: orjson (strict, see
+askgate.domain.asgi) in place of the standard library's decoder, for every FastAPI route
+(`APIRouter(route_class=StrictJsonRoute)`). orjson's JSONDecodeError is the standard
+one's subclass, so FastAPI reports it as `json_invalid` (models.describe_errors). Needs
+FastAPI: the `askgate[http]` extra."""
 
 from __future__ import annotations
 
