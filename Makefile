@@ -35,7 +35,7 @@ lint: install
 	$(MAKE) --no-print-directory lint-types
 
 lint-types: install
-	$(BIN)/mypy shared/src shared/client/src services
+	$(BIN)/mypy shared/src shared/client/src services tests bench
 
 # The benchmark report (a few minutes): docs/benchmarks.md and bench/out/*.json.
 # `make bench BENCH_ARGS=--quick` is a smoke run of a few seconds per figure.

@@ -88,7 +88,7 @@ async def test_worker_killed_mid_post_leaves_exactly_one_prompt(
     try:
 
         async def settled() -> bool:
-            return await redis.hget(keys.question(rec.id), "ds:0") == b"delivered"
+            return bool(await redis.hget(keys.question(rec.id), "ds:0") == b"delivered")
 
         await eventually(settled, "the restarted worker to settle the prompt", PROCESS_WAIT_S)
         doc = orjson.loads(await redis.hget(keys.deliveries(rec.id), "d:0") or b"{}")

@@ -89,7 +89,7 @@ async def test_worker_killed_mid_render_posts_exactly_one_prompt(
     try:
 
         async def settled() -> bool:
-            return await redis.hget(keys.question(rec.id), "ds:0") == b"delivered"
+            return bool(await redis.hget(keys.question(rec.id), "ds:0") == b"delivered")
 
         await eventually(
             settled, "the restarted worker to settle the in-doubt prompt", PROCESS_WAIT_S

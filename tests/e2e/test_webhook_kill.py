@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -126,7 +127,7 @@ async def _ready(pid: int) -> bool:
     return len(children(pid)) == 2
 
 
-async def _hook(client: httpx.AsyncClient, tenant: Tenant, qid: str) -> dict[str, object] | None:
+async def _hook(client: httpx.AsyncClient, tenant: Tenant, qid: str) -> dict[str, Any] | None:
     r = await client.get(f"/v1/questions/{qid}", headers=tenant.headers)
     hook = r.json()["webhook"]
     return dict(hook) if hook else None

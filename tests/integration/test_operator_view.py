@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
@@ -17,13 +18,13 @@ from askgate.domain.signing import operator_link
 from tests.conftest import SECRET, Tenant, ask_body
 
 
-async def asked(client: httpx.AsyncClient, tenant: Tenant, session: str, **extra: object) -> str:
+async def asked(client: httpx.AsyncClient, tenant: Tenant, session: str, **extra: Any) -> str:
     r = await client.post("/v1/questions", json=ask_body(session, **extra), headers=tenant.headers)
     assert r.status_code == 201, r.text
     return str(r.json()["id"])
 
 
-async def pending(client: httpx.AsyncClient, tenant: Tenant, **params: object) -> dict[str, object]:
+async def pending(client: httpx.AsyncClient, tenant: Tenant, **params: Any) -> dict[str, Any]:
     r = await client.get(
         "/v1/questions", params={"status": "pending", **params}, headers=tenant.headers
     )
@@ -53,9 +54,9 @@ async def test_pending_across_sessions_newest_first_in_pages(
     await asked(app_client, other_tenant, "s0", targets=[{"channel": "web"}])
     newest_first = [qid for _, qid in sorted(made, reverse=True)]  # ties: by id
     first = await pending(app_client, tenant, limit=2)
-    assert [q["id"] for q in first["questions"]] == newest_first[:2]  # type: ignore[index,union-attr]
+    assert [q["id"] for q in first["questions"]] == newest_first[:2]
     second = await pending(app_client, tenant, limit=2, cursor=first["next_cursor"])
-    assert [q["id"] for q in second["questions"]] == newest_first[2:]  # type: ignore[index,union-attr]
+    assert [q["id"] for q in second["questions"]] == newest_first[2:]
     assert second["next_cursor"] is None
 
 
@@ -64,7 +65,7 @@ async def test_the_list_carries_delivery_states(
 ) -> None:
     """Each listed question has its deliveries (where it was shown, and how far)."""
     await asked(app_client, tenant, "d", targets=[{"channel": "web"}])
-    (q,) = (await pending(app_client, tenant))["questions"]  # type: ignore[misc]
+    (q,) = (await pending(app_client, tenant))["questions"]
     assert q["deliveries"][0]["status"] == "delivered"
 
 

@@ -6,6 +6,7 @@ loser is told; the result is published once and its resolved event written once.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -49,7 +50,7 @@ async def test_10000_three_way_races_end_once(
         assert created
         return rec.id, int(rec.f["expires"])
 
-    made: list[tuple[str, int]] = await in_chunks([lambda i=i: create(i) for i in range(N)])
+    made: list[tuple[str, int]] = await in_chunks([functools.partial(create, i) for i in range(N)])
     ids = [qid for qid, _ in made]
     won: dict[str, list[str]] = {qid: [] for qid in ids}
     told: Counter[str] = Counter()

@@ -119,7 +119,7 @@ async def test_answer_vs_expiry_races(
             assert notes.payloads[qid] == b'{"status":"no_answer"}'
             assert len(rec.late_answers()) == 1
         assert await redis.get(keys.result_key(qid)) == notes.payloads[qid]
-    resolved = Counter()
+    resolved: Counter[str] = Counter()
     for stream in keys.all_events("web"):
         for _, f in await redis.xrange(stream):
             if f[b"type"] == b"question.resolved":
@@ -229,7 +229,7 @@ async def test_keyspace_while_pending(redis: Redis, settings: Settings, tenant: 
 
 async def test_keys_share_the_question_hash_tag(tenant: Tenant) -> None:
     """Every key one script touches carries the question's shard hash tag."""
-    from askgate.store.store import new_question_id
+    from askgate.store.record import new_question_id
 
     qid = new_question_id(tenant.id, "sess", None, None)
     shard = keys.shard_of(qid)

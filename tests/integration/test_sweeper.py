@@ -34,8 +34,8 @@ async def test_a_broken_shard_does_not_stop_the_others(
     expected = [q for q in ids if keys.shard_of(q) != broken]
     assert await sweep_once(store, now=FUTURE_MS) == len(expected)
     for qid in expected:
-        rec = await store.load(qid)
-        assert rec is not None and rec.status == "no_answer"
+        swept = await store.load(qid)
+        assert swept is not None and swept.status == "no_answer"
 
 
 async def test_an_unreachable_redis_is_raised(settings: Settings) -> None:

@@ -26,9 +26,9 @@ async def test_a_page_answer_after_the_timeout_is_kept_as_late(
             "/v1/questions", json=ask_body(targets=[{"channel": "web"}]), headers=tenant.headers
         )
     ).json()
-    await sweep_once(
-        Store(redis, settings), (await Store(redis, settings).load(q["id"])).expires_ms + 1
-    )  # type: ignore[union-attr]
+    rec = await Store(redis, settings).load(q["id"])
+    assert rec is not None
+    await sweep_once(Store(redis, settings), rec.expires_ms + 1)
     link = urlsplit(q["web_url"])
     params = {k: v[0] for k, v in parse_qs(link.query).items()}
     params.update(tenant=tenant.id, session="s1")

@@ -25,7 +25,7 @@ from askgate_webhooks.worker import WebhookEnqueuer
 from redis import Redis as SyncRedis
 from redis.asyncio import Redis
 from rq import Queue
-from rq.job import Job
+from rq.job import Job, JobStatus
 
 from tests.conftest import Tenant, ask_body, make_settings
 from tests.integration.http_receiver import Receiver
@@ -193,7 +193,7 @@ async def test_job_stuck_with_a_dead_worker_is_replaced_and_posts_once(
     qid = await final_question(app_client, tenant, receiver.url)
     WebhookEnqueuer(sync_redis, s).start(qid)
     job = Job.fetch(f"webhook-{qid}-1", connection=sync_redis)
-    job.set_status(status)
+    job.set_status(JobStatus(status))
     Queue(keys.WEBHOOK_QUEUE, connection=sync_redis).remove(job)
     later = now_ms() + 3_600_000
     assert await asyncio.to_thread(reap_once, sync_redis, s, later) == {"reenqueued": 1}

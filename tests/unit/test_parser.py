@@ -25,7 +25,7 @@ def make(
         id=qid,
         header=header,
         question=question,
-        options=[{"label": label} for label in labels],  # type: ignore[misc]
+        options=[{"label": label} for label in labels],
         multiSelect=multi,
     )
 
@@ -324,7 +324,7 @@ def fold(text: str) -> str:
 
 def is_number_in_range(text: str, count: int) -> bool:
     m = NUMBER.match(unicodedata.normalize("NFC", text).strip())
-    return bool(m) and 1 <= int(m.group(1)) <= count
+    return m is not None and 1 <= int(m.group(1)) <= count
 
 
 def names_label(question: QuestionIn, text: str) -> bool:
@@ -390,8 +390,8 @@ def questions_st(draw: st.DrawFn, qid: str = "pick", multi: bool | None = None) 
         raise  # unreachable: assume(False) raises
 
 
-def random_case(draw: st.DrawFn, text: str) -> str:
-    flips = draw(st.lists(st.booleans(), min_size=len(text), max_size=len(text)))
+def random_case(data: st.DataObject, text: str) -> str:
+    flips = data.draw(st.lists(st.booleans(), min_size=len(text), max_size=len(text)))
     return "".join(c.upper() if up else c.lower() for c, up in zip(text, flips, strict=True))
 
 
@@ -410,7 +410,7 @@ def test_property_option_number_picks_that_label(data: st.DataObject, question: 
 def test_property_label_in_any_case_picks_it(data: st.DataObject, question: QuestionIn) -> None:
     """Replying with a declared label in random case yields that declared label."""
     option = data.draw(st.sampled_from(question.options))
-    typed = random_case(data.draw, option.label)
+    typed = random_case(data, option.label)
     assume(fold(typed) == fold(option.label))  # case mapping is not always reversible (ı→I→i)
     assume(not is_number_in_range(typed, len(question.options)))  # numbers pick by position
     assume(not skip_like(typed))
@@ -552,7 +552,7 @@ def test_blank_lines_among_mixed_lines_do_not_count() -> None:
 SEPARATORS = re.compile(r"[:=\-\s]")
 
 
-def key_of(draw: st.DrawFn, questions: list[QuestionIn], i: int) -> str:
+def key_of(data: st.DataObject, questions: list[QuestionIn], i: int) -> str:
     """A key that names question i alone: its id, its position, or (when it holds no
     separator and no other question could claim it) its header."""
     q = questions[i]
@@ -565,7 +565,7 @@ def key_of(draw: st.DrawFn, questions: list[QuestionIn], i: int) -> str:
     }
     if not SEPARATORS.search(q.header) and fold(q.header) not in others:
         kinds.append("header")
-    kind = draw(st.sampled_from(kinds))
+    kind = data.draw(st.sampled_from(kinds))
     return {"id": q.id, "position": str(i + 1), "header": q.header}[kind]
 
 
@@ -580,7 +580,7 @@ def test_property_mixed_keyed_and_unkeyed_lines(
     keyed = data.draw(st.lists(st.integers(0, len(questions) - 1), unique=True))
     lines = [str(picks[i]) for i in range(len(questions)) if i not in keyed]
     for i in keyed:
-        line = f"{key_of(data.draw, questions, i)}: {picks[i]}"
+        line = f"{key_of(data, questions, i)}: {picks[i]}"
         lines.insert(data.draw(st.integers(0, len(lines))), line)
     reply = parse_reply(questions, "\n".join(lines))
     assert answers(reply) == {

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from tests.integration.discord.conftest import CHANNEL, Harness, eventually
+from tests.integration.discord.conftest import CHANNEL, Harness
 from tests.support.timers import created_ms, fire_timers
+from tests.support.waiting import eventually
 
 
 async def test_a_reminder_references_the_prompt(dc: Harness) -> None:

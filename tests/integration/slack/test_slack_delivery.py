@@ -135,7 +135,7 @@ async def test_lost_answer_after_slack_took_it_keeps_one_prompt(sl: Harness) -> 
     q = await sl.ask()
     prompt = await sl.prompt()
     delivery = await sl.delivered(q["id"])
-    assert delivery["ref"]["ts"] == prompt.ts  # type: ignore[index]
+    assert delivery["ref"]["ts"] == prompt.ts
     assert len(sl.fake.sent()) == 1 and len(sl.fake.messages(ROOM)) == 1
 
 

@@ -3,6 +3,8 @@ three questions in one message with one Submit."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.integration.slack.conftest import ADA, BOB, Harness, eventually
@@ -32,8 +34,8 @@ THREE = [
 
 
 async def open_modal(
-    sl: Harness, ticks: dict[str, list[int]] | None = None, **ask: object
-) -> tuple[dict[str, object], dict[str, object]]:
+    sl: Harness, ticks: dict[str, list[int]] | None = None, **ask: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
     q = await sl.ask(**ask)
     prompt = await sl.prompt()
     await sl.interact(sl.fake.click(prompt, "x", ADA, ticks))
@@ -44,8 +46,8 @@ async def open_modal(
 async def test_other_opens_a_modal_with_a_text_input(sl: Harness) -> None:
     """Other… opens a modal (with the click's trigger_id) holding one text input."""
     _, view = await open_modal(sl, locale="tr")
-    assert view["title"]["text"] == "Diğer…"  # type: ignore[index]
-    assert [b["type"] for b in view["blocks"]] == ["input"]  # type: ignore[union-attr]
+    assert view["title"]["text"] == "Diğer…"
+    assert [b["type"] for b in view["blocks"]] == ["input"]
     assert sl.fake.sent("views.open")[0].params["trigger_id"].endswith(".trigger")
 
 

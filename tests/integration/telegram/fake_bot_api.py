@@ -73,7 +73,8 @@ class Msg:
 
     @property
     def buttons(self) -> list[list[dict[str, Any]]]:
-        return (self.reply_markup or {}).get("inline_keyboard", [])
+        buttons: list[list[dict[str, Any]]] = (self.reply_markup or {}).get("inline_keyboard", [])
+        return buttons
 
     def styled(self, kind: str) -> list[str]:
         """The parts of the text an entity of `kind` covers (offsets in UTF-16)."""

@@ -7,7 +7,7 @@ from typing import Any
 
 from tests.integration.telegram.conftest import ADA, BOB, GROUP, PRIVATE, Harness, eventually
 
-THREE = [
+THREE: list[dict[str, Any]] = [
     {
         "id": "env",
         "header": "Env",

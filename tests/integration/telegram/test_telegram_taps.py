@@ -115,7 +115,7 @@ async def test_timeout_edits_prompt_to_expired(tg: Harness) -> None:
 
     async def expired() -> bool:
         await sweep_once(store)
-        return (await tg.question(q["id"]))["reason"] == "timeout"
+        return bool((await tg.question(q["id"]))["reason"] == "timeout")
 
     await eventually(expired, "the sweeper to expire the question")
     assert await tg.summary(prompt) == "Expired"
@@ -133,7 +133,7 @@ async def test_tap_after_expiry_is_kept_as_a_late_answer(tg: Harness) -> None:
 
     async def expired() -> bool:
         await sweep_once(store)
-        return (await tg.question(q["id"]))["reason"] == "timeout"
+        return bool((await tg.question(q["id"]))["reason"] == "timeout")
 
     await eventually(expired, "the sweeper to expire the question")
     await tg.post(tg.fake.tap(prompt, data, ADA))

@@ -104,7 +104,7 @@ class SocketLinks:
         want = {ws.tenant: ws for ws in workspaces if ws.app_token}
         for tenant, (token, client) in list(self.clients.items()):
             if tenant not in want or want[tenant].app_token != token:
-                await client.close()  # type: ignore[no-untyped-call]  # slack_sdk's own
+                await client.close()
                 del self.clients[tenant]
                 self._down_since.pop(tenant, None)
         for tenant, ws in want.items():
@@ -113,8 +113,8 @@ class SocketLinks:
             client = SocketModeClient(app_token=ws.app_token, web_client=ws.client)
             client.socket_mode_request_listeners.append(self._listener(ws))
             self.clients[tenant] = (ws.app_token, client)
-            # connect() retries on its own until the link is up (untyped in slack_sdk).
-            self.inbound.later(client.connect())  # type: ignore[no-untyped-call]
+            # connect() retries on its own until the link is up.
+            self.inbound.later(client.connect())
             log.info("socket.started", tenant=tenant)
 
     async def check(self) -> None:
@@ -134,5 +134,5 @@ class SocketLinks:
 
     async def close(self) -> None:
         for _, client in self.clients.values():
-            await client.close()  # type: ignore[no-untyped-call]
+            await client.close()
         self.clients.clear()
