@@ -26,8 +26,12 @@ browser:
 run: install
 	$(BIN)/askgate run
 
+# In parallel: one pytest-xdist worker per core, each with its own redis-server; every
+# test has a Redis database of its own (docs/testing.md). TEST_WORKERS=0 runs in one
+# process.
+TEST_WORKERS ?= auto
 test: install browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 lint: install
 	$(BIN)/ruff check .
@@ -42,12 +46,13 @@ lint-types: install
 bench: install
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
-# Longer than `make test`: Schemathesis with many examples per operation, then the chaos
-# driver (kill -9 and restarts under a mixed workload), which writes docs/reliability.md.
+# Longer than `make test`: Schemathesis with many examples per operation and 10,000
+# three-way races (make test runs 1,000), then the chaos driver (kill -9 and restarts
+# under a mixed workload), which writes docs/reliability.md.
 CHAOS_S ?= 120
 chaos: install
-	ASKGATE_FUZZ_EXAMPLES=300 $(BIN)/python -m pytest tests/integration/test_schema_fuzz.py \
-		-q -o timeout=1200
+	ASKGATE_FUZZ_EXAMPLES=300 ASKGATE_RACES=10000 $(BIN)/python -m pytest -q -o timeout=1200 \
+		tests/integration/test_schema_fuzz.py tests/integration/test_races.py
 	$(BIN)/python -m chaos --duration $(CHAOS_S) --report docs/reliability.md
 
 clean:

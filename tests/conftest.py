@@ -1,19 +1,26 @@
 """Fixtures shared by every test layer.
 
 Redis is always a real `redis-server` started here on a free port (never the machine's
-6379); each test gets it flushed. The API runs in-process with its lifespan, reached with
-httpx; e2e tests start the services as processes instead (tests/e2e/conftest.py).
+6379), one per pytest process: `make test` runs the suite in pytest-xdist workers, each
+with its own server. Every test gets a database of that server to itself (`redis_url`
+ends in `/<n>`, a number no other test of the run uses), so a task a test leaves behind
+cannot touch the next test's keys. Tests that use a service process shared by the
+session (`api_server`, `web_server`) share its database 0 instead, emptied before each.
+The API runs in-process with its lifespan, reached with httpx; e2e tests start the
+services as processes instead (tests/e2e/conftest.py).
 """
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import secrets
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
 import pytest
-from askgate.dev.redis_server import RedisClusterProcess, RedisProcess
+from askgate.dev.redis_server import PortTaken, RedisClusterProcess, RedisProcess
 from askgate.settings import Settings
 from askgate.store.conn import connect
 from askgate.store.tenants import create_tenant
@@ -30,16 +37,63 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(getattr(pytest.mark, layer))
 
 
+# Databases per server: one per test of the largest worker's share, with room to spare.
+DATABASES = 4096
+# The database the session's service processes use (their tests share it, emptied first).
+SHARED_DB = 0
+# Fixtures whose processes live for the whole session on SHARED_DB.
+SESSION_SERVICES = frozenset({"api_server", "web_server"})
+_next_db = itertools.count(SHARED_DB + 1)
+
+
+def start_redis(attempts: int = 3, **options: Any) -> RedisProcess:
+    """A redis-server on a free port; another port when a parallel worker took this one
+    between the pick and the bind."""
+    for attempt in range(attempts):
+        try:
+            return RedisProcess(**options).start()
+        except (PortTaken, RuntimeError):
+            if attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisProcess]:
-    with RedisProcess() as server:
-        yield server
+    """This pytest process's redis-server (one per xdist worker)."""
+    server = start_redis(extra_args=["--databases", str(DATABASES)])
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def shared_redis_url(redis_server: RedisProcess) -> str:
+    """REDIS_URL for the session's service processes (SESSION_SERVICES)."""
+    return f"redis://127.0.0.1:{redis_server.port}/{SHARED_DB}"
+
+
+def own_database(server: RedisProcess) -> str:
+    """REDIS_URL of a database of `server` that no other test of this run uses."""
+    db = next(_next_db)
+    if db >= DATABASES:
+        raise RuntimeError(f"more than {DATABASES - 1} databases used in one worker")
+    return f"redis://127.0.0.1:{server.port}/{db}"
 
 
 @pytest.fixture
-async def redis(redis_server: RedisProcess) -> AsyncIterator[Redis]:
-    client = connect(redis_server.url, max_connections=64)
-    await client.flushall()
+def redis_url(request: pytest.FixtureRequest, redis_server: RedisProcess) -> str:
+    """REDIS_URL for this test: the worker's server, a database of the test's own (or
+    SHARED_DB when the test uses one of the session's service processes)."""
+    if SESSION_SERVICES & set(request.fixturenames):
+        return request.getfixturevalue("shared_redis_url")  # type: ignore[no-any-return]
+    return own_database(redis_server)
+
+
+@pytest.fixture
+async def redis(redis_url: str) -> AsyncIterator[Redis]:
+    # A generous connect timeout: a loaded machine can take seconds to accept a connection.
+    client = connect(redis_url, max_connections=64, connect_timeout_s=10)
+    await client.flushdb()
     yield client
     await client.aclose()
 
@@ -83,8 +137,8 @@ def make_settings(url: str, **overrides: Any) -> Settings:
 
 
 @pytest.fixture
-def settings(redis_server: RedisProcess) -> Settings:
-    return make_settings(redis_server.url)
+def settings(redis_url: str) -> Settings:
+    return make_settings(redis_url)
 
 
 class Tenant:
@@ -151,3 +205,32 @@ def ask_body(session: str = "s1", **extra: Any) -> dict[str, Any]:
         "session": session,
         **extra,
     }
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.when == "call":
+        item.stash[CALL_FAILED] = report.failed
+    return report
+
+
+CALL_FAILED = pytest.StashKey[bool]()
+
+
+@pytest.fixture(autouse=True)
+async def no_task_left_behind(request: pytest.FixtureRequest) -> AsyncIterator[None]:
+    """Tasks a test started and did not end are cancelled once its fixtures are torn
+    down, so they cannot run on into the next test (which also shares this worker's
+    event loop); a test that passed while leaving some fails, naming them."""
+    before = asyncio.all_tasks()
+    yield
+    left = [t for t in asyncio.all_tasks() - before - {asyncio.current_task()} if not t.done()]
+    if not left:
+        return
+    for task in left:
+        task.cancel()
+    await asyncio.gather(*left, return_exceptions=True)
+    if not request.node.stash.get(CALL_FAILED, True):
+        names = sorted({getattr(t.get_coro(), "__qualname__", repr(t)) for t in left})
+        pytest.fail(f"the test left {len(left)} task(s) running: {', '.join(names)}")

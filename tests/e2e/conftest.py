@@ -1,8 +1,9 @@
 """Fixtures for tests that run askgate services as real processes (tests/processes.py).
 
 `api_server` is one API process shared by the whole session (tests that leave it
-running); `api_process` is a test's own, to kill, stop and start again on its port.
-Both use the session's Redis, which the `redis` fixture flushes before each test.
+running), on the worker's shared database (emptied before each of its tests);
+`api_process` is a test's own, on the test's own database, to kill, stop and start again
+on its port.
 """
 
 from __future__ import annotations
@@ -13,23 +14,22 @@ from typing import Any
 
 import httpx
 import pytest
-from askgate.dev.redis_server import RedisProcess
 from redis.asyncio import Redis
 
 from tests.processes import ApiProcess
 
 
 @pytest.fixture(scope="session")
-def api_server(redis_server: RedisProcess) -> Iterator[ApiProcess]:
+def api_server(shared_redis_url: str) -> Iterator[ApiProcess]:
     """The API as a real uvicorn process on a free port, shared by the session."""
-    with ApiProcess(redis_server.url) as api:
+    with ApiProcess(shared_redis_url) as api:
         yield api
 
 
 @pytest.fixture
-def api_process(redis_server: RedisProcess, redis: Redis) -> Iterator[ApiProcess]:
+def api_process(redis_url: str, redis: Redis) -> Iterator[ApiProcess]:
     """This test's own API process (`.url`, `.kill()`, `.stop()`, `.start()`)."""
-    with ApiProcess(redis_server.url) as api:
+    with ApiProcess(redis_url) as api:
         yield api
 
 

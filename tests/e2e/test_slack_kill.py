@@ -11,7 +11,6 @@ from collections.abc import AsyncIterator
 
 import orjson
 import pytest
-from askgate.dev.redis_server import RedisProcess
 from askgate.domain.models import QuestionCreate
 from askgate.store import keys
 from askgate.store.store import Store
@@ -65,17 +64,17 @@ async def stop_worker(proc: asyncio.subprocess.Process) -> None:
 
 
 async def test_worker_killed_mid_post_leaves_exactly_one_prompt(
-    redis: Redis, redis_server: RedisProcess, tenant: Tenant, fake: FakeSlack
+    redis: Redis, redis_url: str, tenant: Tenant, fake: FakeSlack
 ) -> None:
     """SIGKILL while chat.postMessage is in flight, then a restart: the new worker finds
     the prompt by its metadata, confirms it with its ts, and posts nothing again."""
     await configure(redis, tenant)
-    store = Store(redis, make_settings(redis_server.url))
+    store = Store(redis, make_settings(redis_url))
     body = ask_body(targets=[{"channel": "slack", "channel_id": ROOM}])
     rec, _ = await store.create(tenant.id, QuestionCreate.model_validate(body))
     fake.hold_post.clear()  # Slack has the message; its answer never reaches the worker
 
-    first = await start_worker(redis_server.url, fake.api)
+    first = await start_worker(redis_url, fake.api)
     try:
         await eventually(lambda: fake.sent(), "the first worker's chat.postMessage", PROCESS_WAIT_S)
         first.kill()
@@ -84,7 +83,7 @@ async def test_worker_killed_mid_post_leaves_exactly_one_prompt(
         await stop_worker(first)
     fake.hold_post.set()
 
-    second = await start_worker(redis_server.url, fake.api)
+    second = await start_worker(redis_url, fake.api)
     try:
 
         async def settled() -> bool:

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from askgate.dev.redis_server import RedisProcess
 
 from tests.conftest import ask_body
 from tests.processes import ApiProcess
@@ -21,13 +20,11 @@ def _env(redis_url: str, **extra: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def sweeper(
-    redis_server: RedisProcess, api_process: ApiProcess
-) -> Iterator[subprocess.Popen[bytes]]:
+def sweeper(redis_url: str, api_process: ApiProcess) -> Iterator[subprocess.Popen[bytes]]:
     """`askgate-sweeper` as a process ticking every 50 ms."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "askgate_sweeper"],
-        env=_env(redis_server.url, ASKGATE_SWEEP_INTERVAL_MS="50"),
+        env=_env(redis_url, ASKGATE_SWEEP_INTERVAL_MS="50"),
         stdin=subprocess.DEVNULL,
         start_new_session=True,
     )
@@ -59,10 +56,10 @@ def check(redis_url: str) -> int:
 
 
 def test_stack_answers_and_expires(
-    redis_server: RedisProcess, api_process: ApiProcess, sweeper: subprocess.Popen[bytes]
+    redis_url: str, api_process: ApiProcess, sweeper: subprocess.Popen[bytes]
 ) -> None:
     """A tenant from the CLI asks twice: one answered by reply, one expired by the sweeper."""
-    made = cli(redis_server.url, "tenant", "create", "e2e")
+    made = cli(redis_url, "tenant", "create", "e2e")
     assert made.returncode == 0, made.stderr
     key = made.stdout.strip()
     assert key.startswith("ag_") and "only its hash is stored" in made.stderr
@@ -83,25 +80,25 @@ def test_stack_answers_and_expires(
 
 
 def test_sweeper_health_and_graceful_stop(
-    redis_server: RedisProcess, api_process: ApiProcess, sweeper: subprocess.Popen[bytes]
+    redis_url: str, api_process: ApiProcess, sweeper: subprocess.Popen[bytes]
 ) -> None:
     """--check passes while the sweeper runs; SIGTERM stops it cleanly and --check fails."""
     import time
 
     deadline = time.monotonic() + 30
-    while check(redis_server.url) != 0 and time.monotonic() < deadline:
+    while check(redis_url) != 0 and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert check(redis_server.url) == 0
+    assert check(redis_url) == 0
     sweeper.send_signal(signal.SIGTERM)
     assert sweeper.wait(20) == 0
-    assert check(redis_server.url) == 1
+    assert check(redis_url) == 1
 
 
-def test_bad_config_is_refused_with_message(redis_server: RedisProcess) -> None:
+def test_bad_config_is_refused_with_message(redis_url: str) -> None:
     """A bad setting stops the service at start-up with a message naming the variable."""
     proc = subprocess.run(
         [sys.executable, "-m", "askgate_sweeper"],
-        env=_env(redis_server.url, ASKGATE_TIMEOUT_MIN_S="100", ASKGATE_TIMEOUT_DEFAULT_S="50"),
+        env=_env(redis_url, ASKGATE_TIMEOUT_MIN_S="100", ASKGATE_TIMEOUT_DEFAULT_S="50"),
         capture_output=True,
         text=True,
         timeout=60,
@@ -111,7 +108,7 @@ def test_bad_config_is_refused_with_message(redis_server: RedisProcess) -> None:
     assert "ASKGATE_TIMEOUT_MIN_S <= ASKGATE_TIMEOUT_DEFAULT_S" in proc.stderr
     proc = subprocess.run(
         [sys.executable, "-m", "askgate_api"],
-        env=_env(redis_server.url, ASKGATE_SECRET_KEY="short"),
+        env=_env(redis_url, ASKGATE_SECRET_KEY="short"),
         capture_output=True,
         text=True,
         timeout=60,

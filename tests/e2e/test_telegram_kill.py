@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator
 
 import orjson
 import pytest
-from askgate.dev.redis_server import RedisProcess
 from askgate.domain.models import QuestionCreate
 from askgate.store import keys
 from askgate.store.store import Store
@@ -66,18 +65,18 @@ async def stop_worker(proc: asyncio.subprocess.Process) -> None:
 
 
 async def test_worker_killed_mid_render_posts_exactly_one_prompt(
-    redis: Redis, redis_server: RedisProcess, tenant: Tenant, fake: FakeBotAPI
+    redis: Redis, redis_url: str, tenant: Tenant, fake: FakeBotAPI
 ) -> None:
     """A worker killed while sendMessage is in flight, then restarted: one prompt, ever."""
     await set_channel_config(
         redis, tenant.id, "telegram", {"bot_token": TOKEN, "webhook_secret": WEBHOOK_SECRET}
     )
-    store = Store(redis, make_settings(redis_server.url))
+    store = Store(redis, make_settings(redis_url))
     body = ask_body(targets=[{"channel": "telegram", "chat_id": str(PRIVATE)}])
     rec, _ = await store.create(tenant.id, QuestionCreate.model_validate(body))
     fake.hold_send.clear()  # Telegram got the message; its answer never reaches the worker
 
-    first = await start_worker(redis_server.url, fake.base)
+    first = await start_worker(redis_url, fake.base)
     try:
         await eventually(lambda: fake.sent(), "the first worker's sendMessage", PROCESS_WAIT_S)
         first.kill()
@@ -85,7 +84,7 @@ async def test_worker_killed_mid_render_posts_exactly_one_prompt(
     finally:
         await stop_worker(first)
 
-    second = await start_worker(redis_server.url, fake.base)
+    second = await start_worker(redis_url, fake.base)
     try:
 
         async def settled() -> bool:

@@ -18,7 +18,6 @@ from typing import Any
 
 import httpx
 import pytest
-from askgate.dev.redis_server import RedisProcess
 from askgate.settings import Settings
 
 from tests.conftest import Tenant, ask_body, make_settings
@@ -38,15 +37,15 @@ ENV = {
 
 
 @pytest.fixture
-def settings(redis_server: RedisProcess) -> Settings:
-    return make_settings(redis_server.url, outbound_allow=LOCAL)
+def settings(redis_url: str) -> Settings:
+    return make_settings(redis_url, outbound_allow=LOCAL)
 
 
 @pytest.fixture
-def webhooks(redis_server: RedisProcess) -> Iterator[subprocess.Popen[bytes]]:
+def webhooks(redis_url: str) -> Iterator[subprocess.Popen[bytes]]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "askgate_webhooks"],
-        env={**os.environ, "REDIS_URL": redis_server.url, **ENV},
+        env={**os.environ, "REDIS_URL": redis_url, **ENV},
     )
     yield proc
     proc.send_signal(signal.SIGTERM)

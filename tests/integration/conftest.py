@@ -9,7 +9,6 @@ from typing import Any
 
 import httpx
 import pytest
-from askgate.dev.redis_server import RedisProcess
 from askgate.settings import Settings
 from askgate.store import keys
 from askgate_text.__main__ import serve
@@ -32,14 +31,14 @@ def receiver() -> Iterator[Receiver]:
 
 
 @pytest.fixture
-async def text_worker(redis_server: RedisProcess, redis: Redis) -> AsyncIterator[StartWorker]:
+async def text_worker(redis_url: str, redis: Redis) -> AsyncIterator[StartWorker]:
     """Starts the text worker's `serve` with test settings; stops it after the test."""
     stop = asyncio.Event()
     tasks: list[asyncio.Task[None]] = []
 
     async def start(**overrides: Any) -> None:
         values: dict[str, Any] = {
-            "redis_url": redis_server.url,
+            "redis_url": redis_url,
             "secret_key": SECRET,
             "timeout_min_s": 1,
             "outbound_allow": LOCAL,

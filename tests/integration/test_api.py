@@ -97,12 +97,12 @@ async def test_float_timeout_is_422(app_client: httpx.AsyncClient, tenant: Tenan
 
 @pytest.mark.parametrize(("given", "expected"), [(5, 30), (100, 100), (99999, 3600), (None, 900)])
 async def test_timeout_is_clamped(
-    redis_server: Any, redis: Any, tenant: Tenant, given: int | None, expected: int
+    redis_url: str, redis: Any, tenant: Tenant, given: int | None, expected: int
 ) -> None:
     """timeoutSeconds is clamped to [min, max] and defaults to the setting."""
     from askgate_api.app import create_app
 
-    app = create_app(make_settings(redis_server.url, timeout_min_s=30))
+    app = create_app(make_settings(redis_url, timeout_min_s=30))
     async with app.router.lifespan_context(app):
         client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://a")
         body = ask_body(session=f"clamp-{given}")
@@ -454,13 +454,13 @@ async def test_session_message_answers_pending(
     }
 
 
-async def test_rate_limit_is_429_with_retry_after(redis: Any, redis_server: Any) -> None:
+async def test_rate_limit_is_429_with_retry_after(redis: Any, redis_url: str) -> None:
     """Asks beyond the tenant's per-second rate get 429 with Retry-After."""
     from askgate.store.tenants import create_tenant
     from askgate_api.app import create_app
 
     _t, key = await create_tenant(redis, "rl", asks_per_s=3)
-    app = create_app(make_settings(redis_server.url))
+    app = create_app(make_settings(redis_url))
     async with app.router.lifespan_context(app):
         async with httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://a"

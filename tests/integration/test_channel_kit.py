@@ -21,7 +21,6 @@ from askgate.channels import (
     ThrottledError,
     TransientError,
 )
-from askgate.dev.redis_server import RedisProcess
 from askgate.domain.models import QuestionCreate, SlackTarget, Target
 from askgate.store import keys
 from askgate.store.record import Record
@@ -137,7 +136,7 @@ def settings(url: str, **overrides: Any) -> ChannelSettings:
 
 
 @pytest.fixture
-async def services(redis_server: RedisProcess, redis: Redis) -> AsyncIterator[Callable[..., Any]]:
+async def services(redis_url: str, redis: Redis) -> AsyncIterator[Callable[..., Any]]:
     started: list[ChannelService] = []
 
     async def start(
@@ -146,7 +145,7 @@ async def services(redis_server: RedisProcess, redis: Redis) -> AsyncIterator[Ca
         adapter: type[RecordingAdapter] = RecordingAdapter,
         **overrides: Any,
     ) -> ChannelService:
-        service = ChannelService("slack", settings(redis_server.url, **overrides))
+        service = ChannelService("slack", settings(redis_url, **overrides))
         service.use(adapter(platform, policy))
         await service.start()
         started.append(service)
@@ -467,5 +466,5 @@ async def _gone(redis: Redis, key: str) -> bool:
 
 
 @pytest.fixture
-def settings_store(redis: Redis, redis_server: RedisProcess) -> Store:
-    return Store(redis, settings(redis_server.url))
+def settings_store(redis: Redis, redis_url: str) -> Store:
+    return Store(redis, settings(redis_url))

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from askgate.dev.redis_server import CLUSTER_SLOTS, RedisClusterProcess, RedisProcess, free_port
+from askgate.dev.redis_server import CLUSTER_SLOTS, RedisClusterProcess, free_port
 from askgate.domain.errors import ConfigError
 from askgate.domain.models import QuestionCreate
 from askgate.runtime.consumer import Event, StreamConsumer
@@ -97,10 +97,10 @@ def test_jobs_redis_on_a_cluster_node_is_refused(redis_cluster: RedisClusterProc
         check_mode(redis_cluster.url, cluster=False, url_var="ASKGATE_JOBS_REDIS_URL")
 
 
-def test_cluster_client_refuses_a_plain_redis(redis_server: RedisProcess) -> None:
+def test_cluster_client_refuses_a_plain_redis(redis_url: str) -> None:
     """ASKGATE_REDIS_CLUSTER=true against a plain Redis is refused too."""
     with pytest.raises(ConfigError, match="unset ASKGATE_REDIS_CLUSTER"):
-        check_mode(redis_server.url, cluster=True)
+        check_mode(redis_url, cluster=True)
 
 
 def test_start_up_check_passes_an_unreachable_redis() -> None:
@@ -342,7 +342,7 @@ async def test_sweeper_goes_on_past_a_node_that_is_down(own_cluster: RedisCluste
 
 
 def test_webhook_job_runs_on_the_jobs_redis(
-    redis_cluster: RedisClusterProcess, redis_server: RedisProcess
+    redis_cluster: RedisClusterProcess, redis_url: str
 ) -> None:
     """The first webhook job is queued on ASKGATE_JOBS_REDIS_URL (RQ cannot use the
     cluster) and an RQ worker there delivers it, recording it on the clustered question."""
@@ -355,13 +355,13 @@ def test_webhook_job_runs_on_the_jobs_redis(
     settings = WebhookSettings(
         redis_url=redis_cluster.url,
         redis_cluster=True,
-        jobs_redis_url=redis_server.url,
+        jobs_redis_url=redis_url,
         secret_key="x" * 32,
         outbound_allow="127.0.0.0/8",
     )
     store_sync = connect_sync(redis_cluster.url, cluster=True)
-    jobs_sync = connect_sync(redis_server.url)
-    jobs_sync.flushall()
+    jobs_sync = connect_sync(redis_url)
+    jobs_sync.flushdb()
     redis_cluster.flush()
 
     async def ask_and_answer(url: str) -> str:

@@ -5,6 +5,7 @@ tenant's API key."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -12,7 +13,6 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
-from askgate.dev.redis_server import RedisProcess
 from askgate.domain.signing import operator_link
 
 from tests.conftest import SECRET, Tenant, ask_body
@@ -99,7 +99,8 @@ async def test_the_operator_page_lists_every_session(
     assert "alpha" in r.text and "beta" in r.text
     assert r.text.count('class="op-entry"') == 2
     assert "web</span>:" in r.text and "shown" in r.text
-    assert "asked 0 s ago" in r.text
+    # The age counts from each ask (seconds here; how long depends on the machine's load).
+    assert len(re.findall(r"asked \d+ s ago", r.text)) == 2
 
 
 async def test_a_forged_or_expired_operator_link_is_refused(
@@ -133,7 +134,7 @@ async def test_the_api_key_opens_the_operator_view(
     assert r.status_code == 403
 
 
-def test_the_cli_prints_a_working_operator_link(redis_server: RedisProcess, tenant: Tenant) -> None:
+def test_the_cli_prints_a_working_operator_link(redis_url: str, tenant: Tenant) -> None:
     """`askgate tenant operator-link` signs with the secret the Control UI checks."""
     from askgate.domain.signing import verify_operator_link
 
@@ -144,7 +145,7 @@ def test_the_cli_prints_a_working_operator_link(redis_server: RedisProcess, tena
         timeout=60,
         env={
             **os.environ,
-            "REDIS_URL": redis_server.url,
+            "REDIS_URL": redis_url,
             "ASKGATE_SECRET_KEY": SECRET,
             "ASKGATE_WEB_BASE_URL": "https://ui.example",
         },

@@ -13,7 +13,6 @@ from typing import Any
 
 import httpx
 import pytest
-from askgate.dev.redis_server import RedisProcess
 from askgate.store import keys
 from askgate.store.tenants import load_tenant, set_outbound_allow
 from askgate.store.webhooks import list_dead
@@ -51,14 +50,14 @@ GuardedClient = Callable[..., AsyncIterator[httpx.AsyncClient]]
 
 
 @pytest.fixture
-async def api(redis_server: RedisProcess, redis: Redis) -> AsyncIterator[Any]:
+async def api(redis_url: str, redis: Redis) -> AsyncIterator[Any]:
     """Starts the API app with a given resolver and settings; yields a starter."""
     from askgate_api.app import create_app
 
     stack: list[Any] = []
 
     async def start(dns: Dns, **overrides: Any) -> httpx.AsyncClient:
-        app = create_app(make_settings(redis_server.url, **overrides), resolver=dns)
+        app = create_app(make_settings(redis_url, **overrides), resolver=dns)
         lifespan = app.router.lifespan_context(app)
         await lifespan.__aenter__()
         client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://a")
@@ -72,8 +71,8 @@ async def api(redis_server: RedisProcess, redis: Redis) -> AsyncIterator[Any]:
 
 
 @pytest.fixture
-def sync_redis(redis_server: RedisProcess) -> Iterator[SyncRedis]:
-    client = SyncRedis.from_url(redis_server.url)
+def sync_redis(redis_url: str) -> Iterator[SyncRedis]:
+    client = SyncRedis.from_url(redis_url)
     yield client
     client.close()
 
@@ -177,7 +176,7 @@ async def test_tenant_allow_list_opens_a_range_for_that_tenant_only(
 
 
 async def test_cli_sets_and_clears_a_tenants_ranges(
-    tenant: Tenant, redis: Redis, redis_server: RedisProcess
+    tenant: Tenant, redis: Redis, redis_url: str
 ) -> None:
     """`askgate tenant outbound T CIDRS` stores the ranges; `none` clears them; a bad CIDR
     is refused with exit code 2."""
@@ -190,7 +189,7 @@ async def test_cli_sets_and_clears_a_tenants_ranges(
             "tenant",
             "outbound",
             *args,
-            env={**os.environ, "REDIS_URL": redis_server.url},
+            env={**os.environ, "REDIS_URL": redis_url},
             stderr=asyncio.subprocess.DEVNULL,
         )
         return await proc.wait()
@@ -223,7 +222,7 @@ async def webhook_of(redis: Redis, qid: str) -> dict[str, Any]:
 
 
 async def test_webhook_rebinding_is_refused_at_send_time(
-    api: Any, tenant: Tenant, redis: Redis, redis_server: RedisProcess, sync_redis: SyncRedis
+    api: Any, tenant: Tenant, redis: Redis, redis_url: str, sync_redis: SyncRedis
 ) -> None:
     """A host public at ask time but internal at send time is not posted to: the attempt
     is recorded as refused (coarse), and the delivery is a dead letter."""
@@ -231,7 +230,7 @@ async def test_webhook_rebinding_is_refused_at_send_time(
         port = receiver.url.split(":")[2].split("/")[0]
         client = await api(Dns({"rebind.example": [PUBLIC]}))
         qid = await answered_with_callback(client, tenant, f"http://rebind.example:{port}/hook")
-        settings = WebhookSettings(redis_url=redis_server.url)
+        settings = WebhookSettings(redis_url=redis_url)
         WebhookEnqueuer(sync_redis, settings).start(qid)
         inside = Dns({"rebind.example": ["127.0.0.1"]})
         verdict = await asyncio.to_thread(
@@ -246,7 +245,7 @@ async def test_webhook_rebinding_is_refused_at_send_time(
 
 
 async def test_webhook_connects_to_the_checked_address_with_its_host(
-    api: Any, tenant: Tenant, redis_server: RedisProcess, sync_redis: SyncRedis
+    api: Any, tenant: Tenant, redis_url: str, sync_redis: SyncRedis
 ) -> None:
     """The POST goes to the address that was checked, with the URL's Host header."""
     with Receiver() as receiver:
@@ -254,7 +253,7 @@ async def test_webhook_connects_to_the_checked_address_with_its_host(
         dns = Dns({"hook.example": ["127.0.0.1"]})
         client = await api(dns, outbound_allow=LOCAL)
         qid = await answered_with_callback(client, tenant, f"http://hook.example:{port}/hook")
-        settings = WebhookSettings(redis_url=redis_server.url, outbound_allow=LOCAL)
+        settings = WebhookSettings(redis_url=redis_url, outbound_allow=LOCAL)
         WebhookEnqueuer(sync_redis, settings).start(qid)
         assert (
             await asyncio.to_thread(
@@ -267,14 +266,14 @@ async def test_webhook_connects_to_the_checked_address_with_its_host(
 
 
 async def test_webhook_redirect_is_not_followed(
-    api: Any, tenant: Tenant, redis: Redis, redis_server: RedisProcess, sync_redis: SyncRedis
+    api: Any, tenant: Tenant, redis: Redis, redis_url: str, sync_redis: SyncRedis
 ) -> None:
     """A 3xx (here to the metadata address) is a final answer: nothing is followed."""
     redirect = Reply(302, {"Location": "http://169.254.169.254/latest/meta-data/"})
     with Receiver(default=redirect) as receiver:
         client = await api(Dns({}), outbound_allow=LOCAL)
         qid = await answered_with_callback(client, tenant, receiver.url)
-        settings = WebhookSettings(redis_url=redis_server.url, outbound_allow=LOCAL)
+        settings = WebhookSettings(redis_url=redis_url, outbound_allow=LOCAL)
         WebhookEnqueuer(sync_redis, settings).start(qid)
         assert await asyncio.to_thread(attempt_delivery, sync_redis, settings, qid, 1) == "failed"
         assert len(receiver.received) == 1
@@ -283,14 +282,14 @@ async def test_webhook_redirect_is_not_followed(
 
 
 async def test_webhook_connection_error_is_coarse(
-    api: Any, tenant: Tenant, redis: Redis, redis_server: RedisProcess, sync_redis: SyncRedis
+    api: Any, tenant: Tenant, redis: Redis, redis_url: str, sync_redis: SyncRedis
 ) -> None:
     """A refused connection shows as 'connection failed', never the raw error."""
     with Receiver() as closed:
         url = closed.url
     client = await api(Dns({}), outbound_allow=LOCAL)
     qid = await answered_with_callback(client, tenant, url)
-    settings = WebhookSettings(redis_url=redis_server.url, outbound_allow=LOCAL)
+    settings = WebhookSettings(redis_url=redis_url, outbound_allow=LOCAL)
     WebhookEnqueuer(sync_redis, settings).start(qid)
     await asyncio.to_thread(attempt_delivery, sync_redis, settings, qid, 1)
     hook = await webhook_of(redis, qid)
@@ -301,7 +300,7 @@ async def test_webhook_connection_error_is_coarse(
 
 
 @pytest.fixture
-async def text_service(redis_server: RedisProcess, redis: Redis) -> AsyncIterator[Any]:
+async def text_service(redis_url: str, redis: Redis) -> AsyncIterator[Any]:
     """Starts the text channel (the kit's service, the text adapter) with a resolver the
     test gives; stops it after the test."""
     from askgate.channels import ChannelService
@@ -311,7 +310,7 @@ async def text_service(redis_server: RedisProcess, redis: Redis) -> AsyncIterato
 
     async def start(dns: Dns, **overrides: Any) -> None:
         settings = TextSettings(
-            redis_url=redis_server.url,
+            redis_url=redis_url,
             secret_key=SECRET,
             delivery_backoff_s=0.01,
             consumer_block_ms=50,

@@ -1,12 +1,15 @@
-"""10,000 races on real Redis, driven through the Store concurrently: for every question
-an answer from the API, a reply from a second channel and the sweeper's timeout arrive
-together. Each question ends in exactly one final state, the one its winner wrote; every
-loser is told; the result is published once and its resolved event written once."""
+"""Three-way races on real Redis, driven through the Store concurrently: for every
+question an answer from the API, a reply from a second channel and the sweeper's timeout
+arrive together. Each question ends in exactly one final state, the one its winner wrote;
+every loser is told; the result is published once and its resolved event written once.
+
+`make test` runs 1,000 races; `make chaos` runs 10,000 (ASKGATE_RACES=10000)."""
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import os
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -22,7 +25,7 @@ from redis.asyncio import Redis
 from tests.conftest import Tenant, ask_body
 from tests.integration.test_state import Notifications
 
-N = 10_000
+N = int(os.environ.get("ASKGATE_RACES", "1000"))
 CHUNK = 250  # concurrent operations in flight per step
 STAGING = "Staging (Recommended)"
 
@@ -34,10 +37,10 @@ async def in_chunks(calls: list[Callable[[], Awaitable[Any]]]) -> list[Any]:
     return out
 
 
-async def test_10000_three_way_races_end_once(
-    redis: Redis, redis_server: Any, settings: Settings, tenant: Tenant
+async def test_three_way_races_end_once(
+    redis: Redis, redis_url: str, settings: Settings, tenant: Tenant
 ) -> None:
-    """Answer vs reply vs timeout, 10,000 times: one final state and one notice each."""
+    """Answer vs reply vs timeout, N times: one final state and one notice each."""
     store = Store(redis, settings)
 
     async def create(i: int) -> tuple[str, int]:
@@ -80,9 +83,10 @@ async def test_10000_three_way_races_end_once(
         for shard in range(keys.SHARDS):
             await replica.sweep_shard(shard, now=until_ms)
 
-    text_side = Store(connect(redis_server.url, max_connections=64), settings)
-    sweep_side = Store(connect(redis_server.url), settings)
-    async with Notifications(connect(redis_server.url)) as notes:
+    # Generous connect timeouts: hundreds of connections open at once on a loaded machine.
+    text_side = Store(connect(redis_url, max_connections=64, connect_timeout_s=10), settings)
+    sweep_side = Store(connect(redis_url, connect_timeout_s=10), settings)
+    async with Notifications(connect(redis_url, connect_timeout_s=10)) as notes:
         # Each step races one chunk's answers and replies against the timeout of exactly
         # that chunk's questions (deadlines grow with creation order).
         step = CHUNK // 2

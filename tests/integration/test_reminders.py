@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from askgate.dev.redis_server import RedisProcess
 from askgate.domain.events import QuestionEscalate, QuestionRemind, parse_event
 from askgate.domain.models import QuestionCreate, Remind
 from askgate.domain.timeutil import now_ms
@@ -66,13 +65,13 @@ async def test_reminders_are_planned_at_the_ask(
 
 
 async def test_a_due_reminder_goes_to_the_chat_channels_once(
-    redis: Redis, redis_server: RedisProcess, settings: Settings, tenant: Tenant
+    redis: Redis, redis_url: str, settings: Settings, tenant: Tenant
 ) -> None:
     """Three sweepers at once fire reminder 1 once, to each chat channel of the ask."""
     store = Store(redis, settings)
     rec = await ask(store, tenant, targets=[TG, SLACK, {"channel": "web"}], remind={"every_s": 300})
     at = rec.created_ms + 300_000
-    replicas = [Store(connect(redis_server.url), settings) for _ in range(3)]
+    replicas = [Store(connect(redis_url), settings) for _ in range(3)]
     fired = await asyncio.gather(*(timers_once(r, at) for r in replicas))
     assert sum(fired) == 1
     for channel in ("telegram", "slack"):
@@ -134,7 +133,7 @@ async def test_question_created_goes_only_to_the_first_targets(
 
 
 async def test_an_escalation_step_starts_once_at_its_time(
-    redis: Redis, redis_server: RedisProcess, settings: Settings, tenant: Tenant
+    redis: Redis, redis_url: str, settings: Settings, tenant: Tenant
 ) -> None:
     """Step 1 starts at after_s: recorded on the resource, announced once to its channel."""
     store = Store(redis, settings)
@@ -146,7 +145,7 @@ async def test_an_escalation_step_starts_once_at_its_time(
     )
     assert await timers_once(store, rec.created_ms + 599_000) == 0
     at = rec.created_ms + 600_000
-    replicas = [Store(connect(redis_server.url), settings) for _ in range(2)]
+    replicas = [Store(connect(redis_url), settings) for _ in range(2)]
     assert sum(await asyncio.gather(*(timers_once(r, at) for r in replicas))) == 1
     (event,) = [e for e in await events(redis, rec, "slack") if isinstance(e, QuestionEscalate)]
     assert (event.question_id, event.step) == (rec.id, 1)

@@ -17,13 +17,19 @@ from typing import Any
 import pytest
 import requests
 import schemathesis
+
+# Imported at collection, not lazily by the first test that builds the schema: pytest
+# rewrites the asserts of schemathesis' modules (a pytest plugin) as they are imported, and
+# that ast.parse in the middle of a long session has failed with CPython 3.11's "AST
+# constructor recursion depth mismatch" SystemError.
+import schemathesis.specs.openapi.schemas
 from askgate.dev.redis_server import RedisProcess
 from askgate.store.conn import connect
 from askgate.store.tenants import create_tenant
 from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis import GenerationMode
 
-from tests.conftest import SECRET, ask_body, make_settings
+from tests.conftest import SECRET, ask_body, make_settings, own_database
 from tests.integration.served import Served
 
 EXAMPLES = int(os.environ.get("ASKGATE_FUZZ_EXAMPLES", "12"))
@@ -90,8 +96,10 @@ class Api:
 def api(redis_server: RedisProcess) -> Iterator[Api]:
     from askgate_api.app import create_app
 
+    redis_url = own_database(redis_server)
+
     async def tenant() -> str:
-        redis = connect(redis_server.url)
+        redis = connect(redis_url)
         try:
             _, key = await create_tenant(redis, "fuzz", max_pending=10**6, asks_per_s=10**6)
         finally:
@@ -99,7 +107,7 @@ def api(redis_server: RedisProcess) -> Iterator[Api]:
         return key
 
     key = asyncio.run(tenant())
-    app = create_app(make_settings(redis_server.url, secret_key=SECRET), resolver=fake_dns)
+    app = create_app(make_settings(redis_url, secret_key=SECRET), resolver=fake_dns)
     with Served(app) as served:
         yield Api(served.url, key)
 

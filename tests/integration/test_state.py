@@ -78,7 +78,7 @@ class Notifications:
 
 
 async def test_answer_vs_expiry_races(
-    redis: Redis, redis_server: Any, settings: Settings, tenant: Tenant
+    redis: Redis, redis_url: str, settings: Settings, tenant: Tenant
 ) -> None:
     """1,000 answers racing the sweeper end in exactly one final state and one notice each."""
     store = Store(redis, settings)
@@ -96,14 +96,14 @@ async def test_answer_vs_expiry_races(
             lost.add(qid)
 
     async def sweeper() -> None:
-        replica = Store(connect(redis_server.url), settings)
+        replica = Store(connect(redis_url), settings)
         for _ in range(3):
             for shard in range(keys.SHARDS):
                 await replica.sweep_shard(shard, now=FUTURE_MS)
             await asyncio.sleep(0)
         await replica.redis.aclose()
 
-    async with Notifications(connect(redis_server.url)) as notes:
+    async with Notifications(connect(redis_url)) as notes:
         await asyncio.gather(*(answer(q) for q in ids), *(sweeper() for _ in range(3)))
         await notes.settle(len(ids))
     # (Which side wins each race depends on the scheduler; what must hold is below.)
@@ -141,15 +141,15 @@ async def test_two_channels_answer_once(redis: Redis, settings: Settings, tenant
 
 
 async def test_sweeper_expires_overdue_once(
-    redis: Redis, redis_server: Any, settings: Settings, tenant: Tenant
+    redis: Redis, redis_url: str, settings: Settings, tenant: Tenant
 ) -> None:
     """Two sweeper replicas together end every overdue question once, as no_answer/timeout."""
     store = Store(redis, settings.model_copy(update={"sweep_batch": 50}))
     due = await create_many(store, tenant.id, 300, "sw", timeoutSeconds=1)
     keep = await create_many(store, tenant.id, 5, "keep", timeoutSeconds=600)
     await asyncio.sleep(1.05)  # the 1 s questions are now overdue; the 600 s ones are not
-    replicas = [Store(connect(redis_server.url), store.settings) for _ in range(2)]
-    async with Notifications(connect(redis_server.url)) as notes:
+    replicas = [Store(connect(redis_url), store.settings) for _ in range(2)]
+    async with Notifications(connect(redis_url)) as notes:
         counts = await asyncio.gather(*(sweep_once(r) for r in replicas))
         await notes.settle(len(due))
     assert sum(counts) == len(due)

@@ -13,7 +13,6 @@ from typing import Any
 
 import httpx
 import pytest
-from askgate.dev.redis_server import RedisProcess
 from askgate.settings import Settings
 from askgate.store import keys
 from redis.asyncio import Redis
@@ -39,9 +38,9 @@ TWO_QUESTIONS = [
 
 
 @pytest.fixture
-def settings(redis_server: RedisProcess) -> Settings:
+def settings(redis_url: str) -> Settings:
     """The API's settings with the local platform's range opened."""
-    return make_settings(redis_server.url, outbound_allow=LOCAL)
+    return make_settings(redis_url, outbound_allow=LOCAL)
 
 
 async def question(client: httpx.AsyncClient, tenant: Tenant, qid: str) -> dict[str, Any]:

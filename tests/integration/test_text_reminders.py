@@ -7,7 +7,6 @@ from typing import Any
 
 import httpx
 import pytest
-from askgate.dev.redis_server import RedisProcess
 from askgate.settings import Settings
 from askgate.store import keys
 from redis.asyncio import Redis
@@ -20,9 +19,9 @@ from tests.support.timers import created_ms, fire_timers
 
 
 @pytest.fixture
-def settings(redis_server: RedisProcess) -> Settings:
+def settings(redis_url: str) -> Settings:
     """The API's settings with the local receivers' range opened."""
-    return make_settings(redis_server.url, outbound_allow=LOCAL)
+    return make_settings(redis_url, outbound_allow=LOCAL)
 
 
 async def asked(client: httpx.AsyncClient, tenant: Tenant, **extra: Any) -> dict[str, Any]:

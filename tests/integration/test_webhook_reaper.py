@@ -12,7 +12,6 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from askgate.dev.redis_server import RedisProcess
 from askgate.domain.timeutil import now_ms
 from askgate.settings import Settings
 from askgate.store import keys
@@ -34,13 +33,13 @@ LOCAL = "127.0.0.0/8"
 
 
 @pytest.fixture
-def settings(redis_server: RedisProcess) -> Settings:
-    return make_settings(redis_server.url, outbound_allow=LOCAL)
+def settings(redis_url: str) -> Settings:
+    return make_settings(redis_url, outbound_allow=LOCAL)
 
 
 @pytest.fixture
-def sync_redis(redis_server: RedisProcess) -> Iterator[SyncRedis]:
-    client = SyncRedis.from_url(redis_server.url)
+def sync_redis(redis_url: str) -> Iterator[SyncRedis]:
+    client = SyncRedis.from_url(redis_url)
     yield client
     client.close()
 
@@ -82,12 +81,12 @@ async def test_interrupted_attempt_is_counted_and_retried(
     app_client: httpx.AsyncClient,
     tenant: Tenant,
     redis: Redis,
-    redis_server: RedisProcess,
+    redis_url: str,
     sync_redis: SyncRedis,
     receiver: Receiver,
 ) -> None:
     """A dead worker's attempt 1 is listed as interrupted, and attempt 2 delivers."""
-    s = hook_settings(redis_server.url)
+    s = hook_settings(redis_url)
     qid = await final_question(app_client, tenant, receiver.url)
     WebhookEnqueuer(sync_redis, s).start(qid)
     Queue(keys.WEBHOOK_QUEUE, connection=sync_redis).empty()  # the job died with its worker
@@ -105,7 +104,7 @@ async def test_a_late_answers_interrupted_attempt_is_retried_as_its_own_chain(
     app_client: httpx.AsyncClient,
     tenant: Tenant,
     redis: Redis,
-    redis_server: RedisProcess,
+    redis_url: str,
     sync_redis: SyncRedis,
     receiver: Receiver,
 ) -> None:
@@ -113,7 +112,7 @@ async def test_a_late_answers_interrupted_attempt_is_retried_as_its_own_chain(
     posts it; the result's own delivery is not touched."""
     from askgate.store.webhooks import delivery_key
 
-    s = hook_settings(redis_server.url)
+    s = hook_settings(redis_url)
     qid = await final_question(app_client, tenant, receiver.url)
     r = await app_client.post(
         f"/v1/questions/{qid}/answer",
@@ -141,12 +140,12 @@ async def test_interrupted_last_attempt_is_a_dead_letter(
     app_client: httpx.AsyncClient,
     tenant: Tenant,
     redis: Redis,
-    redis_server: RedisProcess,
+    redis_url: str,
     sync_redis: SyncRedis,
     receiver: Receiver,
 ) -> None:
     """When the interrupted attempt was the last one, the delivery ends as a dead letter."""
-    s = hook_settings(redis_server.url, webhook_max_attempts=1)
+    s = hook_settings(redis_url, webhook_max_attempts=1)
     qid = await final_question(app_client, tenant, receiver.url)
     WebhookEnqueuer(sync_redis, s).start(qid)
     abandon(sync_redis, qid, 1)
@@ -162,12 +161,12 @@ async def test_lost_retry_job_is_enqueued_again(
     app_client: httpx.AsyncClient,
     tenant: Tenant,
     redis: Redis,
-    redis_server: RedisProcess,
+    redis_url: str,
     sync_redis: SyncRedis,
     receiver: Receiver,
 ) -> None:
     """A retry recorded but never scheduled (the worker died in between) is enqueued."""
-    s = hook_settings(redis_server.url)
+    s = hook_settings(redis_url)
     qid = await final_question(app_client, tenant, receiver.url)
     WebhookEnqueuer(sync_redis, s).start(qid)
     Queue(keys.WEBHOOK_QUEUE, connection=sync_redis).empty()
@@ -182,14 +181,14 @@ async def test_job_stuck_with_a_dead_worker_is_replaced_and_posts_once(
     app_client: httpx.AsyncClient,
     tenant: Tenant,
     redis: Redis,
-    redis_server: RedisProcess,
+    redis_url: str,
     sync_redis: SyncRedis,
     receiver: Receiver,
     status: str,
 ) -> None:
     """A job a dead worker had taken off the queue (started, or still marked queued in its
     intermediate queue) gets a fresh twin; running both posts once."""
-    s = hook_settings(redis_server.url)
+    s = hook_settings(redis_url)
     qid = await final_question(app_client, tenant, receiver.url)
     WebhookEnqueuer(sync_redis, s).start(qid)
     job = Job.fetch(f"webhook-{qid}-1", connection=sync_redis)
@@ -208,12 +207,12 @@ async def test_live_attempt_is_left_alone(
     app_client: httpx.AsyncClient,
     tenant: Tenant,
     redis: Redis,
-    redis_server: RedisProcess,
+    redis_url: str,
     sync_redis: SyncRedis,
     receiver: Receiver,
 ) -> None:
     """An attempt within its lease is not touched, and its own record still lands."""
-    s = hook_settings(redis_server.url)
+    s = hook_settings(redis_url)
     qid = await final_question(app_client, tenant, receiver.url)
     WebhookEnqueuer(sync_redis, s).start(qid)
     until = now_ms() + jobs.lease_ms(s)
@@ -234,12 +233,12 @@ async def test_late_record_of_a_reaped_attempt_is_refused(
     app_client: httpx.AsyncClient,
     tenant: Tenant,
     redis: Redis,
-    redis_server: RedisProcess,
+    redis_url: str,
     sync_redis: SyncRedis,
     receiver: Receiver,
 ) -> None:
     """Once the reaper closed attempt n, that attempt's own record cannot overwrite it."""
-    s = hook_settings(redis_server.url)
+    s = hook_settings(redis_url)
     qid = await final_question(app_client, tenant, receiver.url)
     WebhookEnqueuer(sync_redis, s).start(qid)
     past = now_ms() - 1

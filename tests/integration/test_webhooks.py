@@ -17,7 +17,6 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from askgate.dev.redis_server import RedisProcess
 from askgate.settings import Settings
 from askgate.store import keys
 from askgate.store.webhooks import list_dead
@@ -45,15 +44,15 @@ SERVICE_ENV = {
 
 
 @pytest.fixture
-def settings(redis_server: RedisProcess) -> Settings:
+def settings(redis_url: str) -> Settings:
     """The API's settings with the local receivers' range opened."""
-    return make_settings(redis_server.url, outbound_allow=LOCAL)
+    return make_settings(redis_url, outbound_allow=LOCAL)
 
 
 @pytest.fixture
-def webhooks(redis_server: RedisProcess, redis: Redis) -> Iterator[subprocess.Popen[bytes]]:
+def webhooks(redis_url: str, redis: Redis) -> Iterator[subprocess.Popen[bytes]]:
     """`python -m askgate_webhooks` as a process, stopped with SIGTERM afterwards."""
-    env = {**os.environ, "REDIS_URL": redis_server.url, **SERVICE_ENV}
+    env = {**os.environ, "REDIS_URL": redis_url, **SERVICE_ENV}
     proc = subprocess.Popen([sys.executable, "-m", "askgate_webhooks"], env=env)
     yield proc
     proc.send_signal(signal.SIGTERM)
@@ -73,8 +72,8 @@ def receiver() -> Iterator[Receiver]:
 
 
 @pytest.fixture
-def sync_redis(redis_server: RedisProcess) -> Iterator[SyncRedis]:
-    client = SyncRedis.from_url(redis_server.url)
+def sync_redis(redis_url: str) -> Iterator[SyncRedis]:
+    client = SyncRedis.from_url(redis_url)
     yield client
     client.close()
 
@@ -196,7 +195,7 @@ async def test_client_error_is_not_retried(
 
 @pytest.mark.usefixtures("webhooks")
 async def test_last_attempt_becomes_a_listed_dead_letter(
-    app_client: httpx.AsyncClient, tenant: Tenant, redis: Redis, redis_server: RedisProcess
+    app_client: httpx.AsyncClient, tenant: Tenant, redis: Redis, redis_url: str
 ) -> None:
     """After the last attempt fails the delivery is listed by `askgate-webhooks dead`."""
     with Receiver(default=Reply(502)) as receiver:
@@ -213,7 +212,7 @@ async def test_last_attempt_becomes_a_listed_dead_letter(
         "dead",
         "--tenant",
         tenant.id,
-        env={**os.environ, "REDIS_URL": redis_server.url},
+        env={**os.environ, "REDIS_URL": redis_url},
         stdout=asyncio.subprocess.PIPE,
     )
     stdout, _ = await proc.communicate()
@@ -222,15 +221,13 @@ async def test_last_attempt_becomes_a_listed_dead_letter(
 
 
 async def test_unreachable_receiver_is_retried(
-    app_client: httpx.AsyncClient, tenant: Tenant, sync_redis: SyncRedis, redis_server: RedisProcess
+    app_client: httpx.AsyncClient, tenant: Tenant, sync_redis: SyncRedis, redis_url: str
 ) -> None:
     """A connection error counts as a failed attempt that is retried, with its error."""
     with Receiver() as closed:
         url = closed.url  # the port is free again once the receiver is closed
     qid = await ask_and_answer(app_client, tenant, url)
-    settings = WebhookSettings(
-        redis_url=redis_server.url, webhook_max_attempts=3, outbound_allow=LOCAL
-    )
+    settings = WebhookSettings(redis_url=redis_url, webhook_max_attempts=3, outbound_allow=LOCAL)
     WebhookEnqueuer(sync_redis, settings).start(qid)
     assert await asyncio.to_thread(attempt_delivery, sync_redis, settings, qid, 1) == "retry"
     hook = (await app_client.get(f"/v1/questions/{qid}", headers=tenant.headers)).json()["webhook"]
@@ -242,12 +239,12 @@ async def test_reprocessed_entry_enqueues_once(
     app_client: httpx.AsyncClient,
     tenant: Tenant,
     sync_redis: SyncRedis,
-    redis_server: RedisProcess,
+    redis_url: str,
     receiver: Receiver,
 ) -> None:
     """Handling the same resolved event twice enqueues one job."""
     qid = await ask_and_answer(app_client, tenant, receiver.url)
-    settings = WebhookSettings(redis_url=redis_server.url, outbound_allow=LOCAL)
+    settings = WebhookSettings(redis_url=redis_url, outbound_allow=LOCAL)
     enqueuer = WebhookEnqueuer(sync_redis, settings)
     enqueuer.start(qid)
     enqueuer.start(qid)
@@ -259,12 +256,12 @@ async def test_attempt_runs_once(
     app_client: httpx.AsyncClient,
     tenant: Tenant,
     sync_redis: SyncRedis,
-    redis_server: RedisProcess,
+    redis_url: str,
     receiver: Receiver,
 ) -> None:
     """A job that RQ runs twice posts once: the second run finds the attempt claimed."""
     qid = await ask_and_answer(app_client, tenant, receiver.url)
-    settings = WebhookSettings(redis_url=redis_server.url, outbound_allow=LOCAL)
+    settings = WebhookSettings(redis_url=redis_url, outbound_allow=LOCAL)
     WebhookEnqueuer(sync_redis, settings).start(qid)
     first = await asyncio.to_thread(attempt_delivery, sync_redis, settings, qid, 1)
     second = await asyncio.to_thread(attempt_delivery, sync_redis, settings, qid, 1)

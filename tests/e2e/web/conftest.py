@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
-from askgate.dev.redis_server import RedisProcess, free_port
+from askgate.dev.redis_server import free_port
 from askgate.settings import Settings
 from playwright.async_api import Browser, Page, ViewportSize, async_playwright
 
@@ -99,17 +99,17 @@ class WebProcess:
 
 
 @pytest.fixture(scope="session")
-def web_server(redis_server: RedisProcess) -> Iterator[WebProcess]:
+def web_server(shared_redis_url: str) -> Iterator[WebProcess]:
     """One web replica for the session; per-test Redis flushes do not disturb it."""
-    web = WebProcess(redis_server.url).start()
+    web = WebProcess(shared_redis_url).start()
     yield web
     web.stop()
 
 
 @pytest.fixture
-def settings(redis_server: RedisProcess, web_server: WebProcess) -> Settings:
+def settings(redis_url: str, web_server: WebProcess) -> Settings:
     """The API's settings, with ask links pointing at the web replica."""
-    return make_settings(redis_server.url, web_base_url=web_server.url)
+    return make_settings(redis_url, web_base_url=web_server.url)
 
 
 @pytest.fixture(scope="session")

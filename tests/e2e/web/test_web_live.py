@@ -7,7 +7,6 @@ import re
 
 import httpx
 import pytest
-from askgate.dev.redis_server import RedisProcess
 from askgate.domain.signing import session_link
 from askgate.store import keys
 from playwright.async_api import Browser, Page, expect
@@ -114,11 +113,11 @@ async def test_every_replica_tells_its_pages(
     page: Page,
     app_client: httpx.AsyncClient,
     tenant: Tenant,
-    redis_server: RedisProcess,
+    redis_url: str,
     web_server: WebProcess,
 ) -> None:
     """Pages on two web replicas of one session both close when the question is answered."""
-    second = WebProcess(redis_server.url).start()
+    second = WebProcess(redis_url).start()
     other = await (await browser.new_context(viewport=DESKTOP)).new_page()
     try:
         q = await ask(app_client, tenant.headers)

@@ -16,7 +16,6 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from askgate.dev.redis_server import RedisProcess
 from askgate.store.tenants import set_channel_config
 from askgate_discord.config import DiscordSettings
 from askgate_discord.service import DiscordService
@@ -248,7 +247,7 @@ async def configure(redis: Redis, tenant_id: str, key: SigningKey, **extra: str)
 
 @pytest.fixture
 async def dc(
-    redis_server: RedisProcess,
+    redis_url: str,
     redis: Redis,
     tenant: Tenant,
     app_client: httpx.AsyncClient,
@@ -256,7 +255,7 @@ async def dc(
 ) -> AsyncIterator[Harness]:
     key = SigningKey.generate()
     await configure(redis, tenant.id, key, allowed_user_ids=ADA["id"])
-    service = DiscordService(dc_settings(redis_server.url, fake.base))
+    service = DiscordService(dc_settings(redis_url, fake.base))
     await service.start()  # marks the channel live: the API takes Discord targets from now
     harness = Harness(fake, service, tenant, app_client, redis, key)
     yield harness

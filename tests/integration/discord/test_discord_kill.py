@@ -8,7 +8,6 @@ import signal
 import sys
 
 import orjson
-from askgate.dev.redis_server import RedisProcess
 from askgate.domain.models import QuestionCreate
 from askgate.store import keys
 from askgate.store.store import Store
@@ -57,17 +56,17 @@ async def stop_worker(proc: asyncio.subprocess.Process) -> None:
 
 
 async def test_worker_killed_mid_post_shows_exactly_one_prompt(
-    redis: Redis, redis_server: RedisProcess, tenant: Tenant, fake: FakeDiscord
+    redis: Redis, redis_url: str, tenant: Tenant, fake: FakeDiscord
 ) -> None:
     """Killed while Discord holds the create, restarted: the resend's nonce finds the first
     message, so the channel shows one prompt and the ledger records its id."""
     await configure(redis, tenant.id, SigningKey.generate())
-    store = Store(redis, make_settings(redis_server.url))
+    store = Store(redis, make_settings(redis_url))
     body = ask_body(targets=[{"channel": "discord", "channel_id": CHANNEL}])
     rec, _ = await store.create(tenant.id, QuestionCreate.model_validate(body))
     fake.hold.clear()  # Discord keeps the message; its answer never reaches the worker
 
-    first = await start_worker(redis_server.url, fake.base)
+    first = await start_worker(redis_url, fake.base)
     try:
         await eventually(lambda: fake.creates(), "the first worker's create", PROCESS_WAIT_S)
         first.kill()
@@ -76,7 +75,7 @@ async def test_worker_killed_mid_post_shows_exactly_one_prompt(
         await stop_worker(first)
     fake.hold.set()
 
-    second = await start_worker(redis_server.url, fake.base)
+    second = await start_worker(redis_url, fake.base)
     try:
 
         async def settled() -> bool:

@@ -16,7 +16,6 @@ from urllib.parse import urlencode
 import httpx
 import orjson
 import pytest
-from askgate.dev.redis_server import RedisProcess
 from askgate.store.tenants import set_channel_config
 from askgate_slack.config import SlackSettings
 from askgate_slack.service import SlackService
@@ -204,7 +203,7 @@ async def configure(redis: Redis, tenant: Tenant, **extra: str) -> None:
 
 @pytest.fixture
 async def sl(
-    redis_server: RedisProcess,
+    redis_url: str,
     redis: Redis,
     tenant: Tenant,
     app_client: httpx.AsyncClient,
@@ -212,7 +211,7 @@ async def sl(
 ) -> AsyncIterator[Harness]:
     await configure(redis, tenant)
     clock = SetClock()
-    service = SlackService(slack_settings(redis_server.url, fake.api), clock=clock)
+    service = SlackService(slack_settings(redis_url, fake.api), clock=clock)
     await service.start()
     harness = Harness(fake, service, tenant, app_client, redis, clock)
     yield harness

@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
-from askgate.dev.redis_server import RedisProcess
 from askgate_slack.service import SlackService
 from redis.asyncio import Redis
 
@@ -29,14 +28,14 @@ from tests.integration.slack.fake_slack import FakeSlack
 
 @pytest.fixture
 async def sock(
-    redis_server: RedisProcess,
+    redis_url: str,
     redis: Redis,
     tenant: Tenant,
     app_client: httpx.AsyncClient,
     fake: FakeSlack,
 ) -> AsyncIterator[Harness]:
     await configure(redis, tenant, app_token=APP_TOKEN)
-    service = SlackService(slack_settings(redis_server.url, fake.api, slack_mode="socket"))
+    service = SlackService(slack_settings(redis_url, fake.api, slack_mode="socket"))
     await service.start()
     await eventually(lambda: any(not ws.closed for ws in fake.sockets), "a Socket Mode link")
     harness = Harness(fake, service, tenant, app_client, redis, SetClock())

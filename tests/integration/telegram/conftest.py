@@ -12,7 +12,6 @@ from typing import Any
 
 import httpx
 import pytest
-from askgate.dev.redis_server import RedisProcess
 from askgate.store.tenants import set_channel_config
 from askgate_telegram.config import TelegramSettings
 from askgate_telegram.service import TelegramService
@@ -162,7 +161,7 @@ async def fake() -> AsyncIterator[FakeBotAPI]:
 
 @pytest.fixture
 async def tg(
-    redis_server: RedisProcess,
+    redis_url: str,
     redis: Redis,
     tenant: Tenant,
     app_client: httpx.AsyncClient,
@@ -174,7 +173,7 @@ async def tg(
         "telegram",
         {"bot_token": TOKEN, "webhook_secret": WEBHOOK_SECRET, "allowed_user_ids": str(ADA["id"])},
     )
-    service = TelegramService(tg_settings(redis_server.url, fake.base))
+    service = TelegramService(tg_settings(redis_url, fake.base))
     await service.start()
     harness = Harness(fake, service, tenant, app_client, redis)
     yield harness

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 
-from askgate.dev.redis_server import RedisProcess
 from askgate_telegram.service import TelegramService
 
 from tests.integration.telegram.conftest import ADA, Harness, eventually, tg_settings
@@ -52,14 +51,14 @@ async def test_dropped_send_is_counted_shown_never_resent(tg: Harness) -> None:
 
 
 async def test_polling_survives_error_pages_and_reports_while_failing(
-    tg: Harness, redis_server: RedisProcess, fake: FakeBotAPI
+    tg: Harness, redis_url: str, fake: FakeBotAPI
 ) -> None:
     """getUpdates answered with HTML 502s and dropped connections: the loop backs off,
     the worker reports itself unwell while it lasts, then reads the next tap."""
     await tg.service.close()
     service = TelegramService(
         tg_settings(
-            redis_server.url,
+            redis_url,
             fake.base,
             telegram_mode="polling",
             telegram_polling_timeout_s=1,

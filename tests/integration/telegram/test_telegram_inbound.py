@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from askgate.dev.redis_server import RedisProcess
 from askgate.store import keys
 from askgate_telegram.__main__ import main
 from askgate_telegram.render import Tap
@@ -50,15 +49,11 @@ async def test_webhook_for_unknown_tenant_is_refused(tg: Harness) -> None:
     assert (await tg.question(q["id"]))["status"] == "pending"
 
 
-async def test_long_polling_takes_a_tap(
-    tg: Harness, redis_server: RedisProcess, fake: FakeBotAPI
-) -> None:
+async def test_long_polling_takes_a_tap(tg: Harness, redis_url: str, fake: FakeBotAPI) -> None:
     """In polling mode an update fetched with getUpdates answers the question."""
     await tg.service.close()
     service = TelegramService(
-        tg_settings(
-            redis_server.url, fake.base, telegram_mode="polling", telegram_polling_timeout_s=1
-        )
+        tg_settings(redis_url, fake.base, telegram_mode="polling", telegram_polling_timeout_s=1)
     )
     await service.start()
     try:
@@ -75,15 +70,13 @@ async def test_long_polling_takes_a_tap(
 
 
 async def test_polling_serves_other_chats_while_one_waits(
-    tg: Harness, redis_server: RedisProcess, fake: FakeBotAPI
+    tg: Harness, redis_url: str, fake: FakeBotAPI
 ) -> None:
     """In one getUpdates batch, a chat whose handling waits on Telegram does not hold a
     tap in another chat."""
     await tg.service.close()
     service = TelegramService(
-        tg_settings(
-            redis_server.url, fake.base, telegram_mode="polling", telegram_polling_timeout_s=1
-        )
+        tg_settings(redis_url, fake.base, telegram_mode="polling", telegram_polling_timeout_s=1)
     )
     await service.start()
     try:
@@ -104,10 +97,10 @@ async def test_polling_serves_other_chats_while_one_waits(
 
 
 async def test_health_key_and_check(
-    tg: Harness, redis_server: RedisProcess, monkeypatch: pytest.MonkeyPatch
+    tg: Harness, redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A running worker keeps its health key fresh, and --check exits 0."""
-    monkeypatch.setenv("REDIS_URL", redis_server.url)
+    monkeypatch.setenv("REDIS_URL", redis_url)
     await eventually(lambda: tg.redis.keys(keys.health("telegram", "*")), "the health key")
     with pytest.raises(SystemExit) as exit_info:
         await asyncio.to_thread(main, ["--check"])
@@ -115,20 +108,18 @@ async def test_health_key_and_check(
 
 
 async def test_check_fails_without_a_worker(
-    redis: Redis, redis_server: RedisProcess, monkeypatch: pytest.MonkeyPatch
+    redis: Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """--check exits 1 when no worker has written its health key."""
-    monkeypatch.setenv("REDIS_URL", redis_server.url)
+    monkeypatch.setenv("REDIS_URL", redis_url)
     with pytest.raises(SystemExit) as exit_info:
         await asyncio.to_thread(main, ["--check"])
     assert exit_info.value.code == 1
 
 
-async def test_worker_without_bots_idles(
-    redis: Redis, redis_server: RedisProcess, fake: FakeBotAPI
-) -> None:
+async def test_worker_without_bots_idles(redis: Redis, redis_url: str, fake: FakeBotAPI) -> None:
     """With no tenant bot configured the worker starts, consumes and stops cleanly."""
-    service = TelegramService(tg_settings(redis_server.url, fake.base, telegram_mode="polling"))
+    service = TelegramService(tg_settings(redis_url, fake.base, telegram_mode="polling"))
     await service.start()
     await eventually(lambda: redis.keys(keys.health("telegram", "*")), "the health key")
     await service.close()
