@@ -35,7 +35,7 @@ def api_process(redis_url: str, redis: Redis) -> Iterator[ApiProcess]:
 
 async def pending_question(api: ApiProcess, headers: dict[str, str], session: str) -> Any:
     """The session's pending question, once an agent has asked it (polls the list)."""
-    async with httpx.AsyncClient(base_url=api.url, headers=headers) as http:
+    async with httpx.AsyncClient(base_url=api.url, headers=headers, timeout=30) as http:
         for _ in range(400):
             r = await http.get("/v1/questions", params={"session": session, "status": "pending"})
             if r.status_code == 200 and r.json()["questions"]:
@@ -46,7 +46,7 @@ async def pending_question(api: ApiProcess, headers: dict[str, str], session: st
 
 async def answer_production(api: ApiProcess, headers: dict[str, str], question_id: str) -> None:
     """The human picks Production for the README example's deploy_target."""
-    async with httpx.AsyncClient(base_url=api.url, headers=headers) as http:
+    async with httpx.AsyncClient(base_url=api.url, headers=headers, timeout=30) as http:
         r = await http.post(
             f"/v1/questions/{question_id}/answer",
             json={"answers": {"deploy_target": ["Production"]}},

@@ -92,7 +92,8 @@ class Harness:
         self.api = api
         self.redis = redis
         self.key = key
-        self.http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{service.port}")
+        # A harness limit, not a behaviour: a loaded machine can take seconds to answer.
+        self.http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{service.port}", timeout=30)
         self._ids = itertools.count(1600000000000000001)
 
     async def ask(

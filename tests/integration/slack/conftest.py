@@ -93,7 +93,8 @@ class Harness:
         self.clock = clock
         # Socket Mode runs no HTTP server.
         port = service.port if service.port is not None else 9
-        self.http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}")
+        # A harness limit, not a behaviour: a loaded machine can take seconds to answer.
+        self.http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30)
 
     async def ask(
         self,

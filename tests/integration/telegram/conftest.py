@@ -67,7 +67,8 @@ class Harness:
         self.tenant = tenant
         self.api = api
         self.redis = redis
-        self.hook = httpx.AsyncClient(base_url=f"http://127.0.0.1:{service.port}")
+        # A harness limit, not a behaviour: a loaded machine can take seconds to answer.
+        self.hook = httpx.AsyncClient(base_url=f"http://127.0.0.1:{service.port}", timeout=30)
 
     async def ask(
         self,

@@ -84,6 +84,8 @@ class SocketLinks:
         self.inbound = inbound
         self.clients: dict[str, tuple[str, SocketModeClient]] = {}
         self._down_since: dict[str, float] = {}
+        # Set by close(): a refresh still under way then opens no new link.
+        self.closed = False
 
     def _listener(self, ws: Workspace) -> Listener:
         async def on_request(client: AsyncBaseSocketModeClient, req: SocketModeRequest) -> None:
@@ -108,7 +110,7 @@ class SocketLinks:
                 del self.clients[tenant]
                 self._down_since.pop(tenant, None)
         for tenant, ws in want.items():
-            if tenant in self.clients:
+            if tenant in self.clients or self.closed:
                 continue
             client = SocketModeClient(app_token=ws.app_token, web_client=ws.client)
             client.socket_mode_request_listeners.append(self._listener(ws))
@@ -133,6 +135,7 @@ class SocketLinks:
         return None
 
     async def close(self) -> None:
+        self.closed = True
         for _, client in self.clients.values():
             await client.close()
         self.clients.clear()
