@@ -237,6 +237,36 @@ async def test_dead_channel_at_ask_time_is_due_at_once(
     assert doc["status"] == "failed"
 
 
+async def test_target_a_worker_is_sending_is_not_failed_under_it(
+    redis: Redis, settings: Settings, tenant: Tenant
+) -> None:
+    """A due target that a worker has claimed (its lease still runs) is being shown, even
+    while its channel's live key is missing (a restart, a Redis blip): the watchdog
+    leaves it, so the worker's confirm lands and the prompt later gets its summary.
+    Once the lease has run out with no confirm, the target fails as before."""
+    store = Store(redis, settings)
+    rec = await ask(store, tenant, [SLACK, {"channel": "web"}], dead_channels=frozenset({"slack"}))
+    claim = await store.ledger.claim(
+        rec, 0, owner="w1", lease_ms=LEASE_MS, on_stale=StalePolicy.LOOK_UP
+    )
+    assert claim.outcome == "claimed"
+    shard = keys.shard_of(rec.id)
+    assert await store.sweep_undelivered(shard, set()) == (0, 0, 1)
+    confirmed = await store.ledger.confirm(rec, 0, owner="w1", ref={"ts": "1.2"})
+    assert confirmed.ok
+    shown = await store.load(rec.id)
+    assert shown is not None and shown.delivery(0).state == "delivered"
+
+    other = await ask(
+        store, tenant, [SLACK, {"channel": "web"}], "s2", dead_channels=frozenset({"slack"})
+    )
+    await store.ledger.claim(other, 0, owner="w2", lease_ms=LEASE_MS, on_stale=StalePolicy.LOOK_UP)
+    later = now_ms() + LEASE_MS + 1
+    assert await store.sweep_undelivered(keys.shard_of(other.id), set(), now=later) == (1, 0, 1)
+    failed = await store.load(other.id)
+    assert failed is not None and failed.delivery(0).state == "failed"
+
+
 async def test_shown_target_leaves_the_watch(
     redis: Redis, settings: Settings, tenant: Tenant
 ) -> None:

@@ -379,8 +379,11 @@ WATCHDOG = (
 -- ARGV[8..] per entry the caller read from the undelivered zset: the entry, its question's
 -- event streams' count
 -- A target still not shown by its deadline fails when no worker of its channel is
--- live (a live worker may be waiting out a rate limit: it gets grace_ms more). Entries
--- no longer due (settled or moved meanwhile) are left alone.
+-- live (a live worker may be waiting out a rate limit: it gets grace_ms more). One a
+-- worker is sending under a lease that still runs is left until the lease ends: that
+-- worker is live whatever the live key says (just restarted, a Redis blip), and
+-- failing the target under it would leave its prompt shown but never summarised.
+-- Entries no longer due (settled or moved meanwhile) are left alone.
 -- Returns {failed, ended, taken}.
 local now = tonumber(ARGV[1])
 local failed, ended, taken = 0, 0, 0
@@ -399,6 +402,8 @@ for a = 8, #ARGV, 2 do
       redis.call('ZREM', KEYS[1], member)
     elseif string.find(ARGV[3], ',' .. ch .. ',', 1, true) then
       redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), member)
+    elseif cur == 'sending' and lease_of(G.dlv, i) > now then
+      redis.call('ZADD', KEYS[1], lease_of(G.dlv, i), member)
     else
       local doc = cjson.encode({status = 'failed', at = ARGV[7], ref = cjson.null,
                                 error = 'no live askgate-' .. ch .. ' worker'})
