@@ -20,20 +20,31 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 from askgate.dev.redis_server import RedisProcess, free_port
 from askgate.runtime.logs import configure_logging
 from askgate.store.conn import connect
 from askgate.store.tenants import create_tenant, set_outbound_allow
 
 from chaos import report, verify
-from chaos.channels import CHANNELS, Channel, Stack
+from chaos.channels import Channel, Stack, TextChannel
+from chaos.discord import DiscordChannel
 from chaos.platforms import Receiver
 from chaos.processes import ChildVictim, Component, RedisVictim, Victim
+from chaos.slack import SlackChannel
+from chaos.telegram import TelegramChannel
 from chaos.workload import Workload
 
 SECRET = "chaos-" + "k" * 40
 # How often each kind of process is picked to be killed.
-WEIGHTS = {"api": 3, "sweeper": 2, "webhooks": 2, "webhooks-worker": 3, "channel": 3}
+WEIGHTS = {"api": 3, "sweeper": 2, "webhooks": 2, "webhooks-worker": 3, "channel": 6}
+# Every chat channel's plug-in: its fake platform, its worker, its human, its checks.
+CHANNELS: list[type[TextChannel | TelegramChannel | SlackChannel | DiscordChannel]] = [
+    TextChannel,
+    TelegramChannel,
+    SlackChannel,
+    DiscordChannel,
+]
 # Redis goes down on its own schedule, this often: it takes the whole stack with it.
 REDIS_EVERY_S = (15.0, 30.0)
 
@@ -90,14 +101,33 @@ def start_stack(redis: RedisProcess, log_dir: Path) -> tuple[list[Component], li
 
 
 async def chaos(victims: dict[str, list[Victim]], stop: asyncio.Event, rnd: random.Random) -> None:
-    """Until stop: pick a victim, kill -9, wait a moment, start it again."""
+    """Until stop: pick a victim, kill -9, wait a moment, start it again. Every channel
+    worker goes first, once each (even past stop), so that a short run kills them all."""
     kinds = list(WEIGHTS)
-    while not stop.is_set():
-        await asyncio.sleep(rnd.uniform(0.5, 2.0))
-        victim = rnd.choice(victims[rnd.choices(kinds, [WEIGHTS[k] for k in kinds])[0]])
+    first = rnd.sample(victims["channel"], len(victims["channel"]))
+    while first or not stop.is_set():
+        await asyncio.sleep(rnd.uniform(0.2, 0.5) if first else rnd.uniform(0.5, 2.0))
+        if first:
+            victim = first.pop()
+        else:
+            victim = rnd.choice(victims[rnd.choices(kinds, [WEIGHTS[k] for k in kinds])[0]])
         await asyncio.to_thread(victim.kill)
+        journal(victim.name, "kill -9")
         await asyncio.sleep(rnd.uniform(0.2, 1.5))
         await asyncio.to_thread(victim.restart)
+        journal(victim.name, "restarted")
+
+
+def journal(name: str, what: str) -> None:
+    """What the driver did when, beside the services' logs (driver.log)."""
+    if JOURNAL is not None:
+        with JOURNAL.open("a") as out:
+            out.write(
+                f"{time.strftime('%H:%M:%S')}.{int(time.time() * 1000) % 1000:03d} {name} {what}\n"
+            )
+
+
+JOURNAL: Path | None = None
 
 
 async def redis_chaos(redis: RedisVictim, stop: asyncio.Event, rnd: random.Random) -> None:
@@ -108,13 +138,17 @@ async def redis_chaos(redis: RedisVictim, stop: asyncio.Event, rnd: random.Rando
         if stop.is_set():
             return
         await asyncio.to_thread(redis.kill)
+        journal("redis", "kill -9")
         await asyncio.sleep(rnd.uniform(0.2, 1.0))
         await asyncio.to_thread(redis.restart)
+        journal("redis", "restarted")
 
 
 async def run(args: argparse.Namespace) -> int:
     rnd = random.Random(args.seed)
     log_dir = Path(tempfile.mkdtemp(prefix="askgate-chaos-"))
+    global JOURNAL
+    JOURNAL = log_dir / "driver.log"
     redis = RedisProcess(data_dir=str(log_dir / "redis"), persist=True, fsync="always").start()
     hooks = Receiver("hooks", error_rate=0.05, seed=args.seed, latency_s=0.3)
     procs: list[Component] = []
@@ -127,10 +161,15 @@ async def run(args: argparse.Namespace) -> int:
         await set_outbound_allow(client, tenant.id, "127.0.0.0/8")
         procs, urls = await asyncio.to_thread(start_stack, redis, log_dir)
         stack = Stack(
-            base_env(redis.url), log_dir, urls, {"Authorization": f"Bearer {key}"}, args.seed
+            base_env(redis.url),
+            log_dir,
+            urls,
+            {"Authorization": f"Bearer {key}"},
+            args.seed,
+            tenant.id,
         )
         for ch in channels:
-            channel_procs += ch.start(stack)
+            channel_procs += await ch.start(stack)
         webhooks = next(p for p in procs if p.name == "webhooks")
         victims: dict[str, list[Victim]] = {
             "api": [p for p in procs if p.name.startswith("api")],
@@ -161,6 +200,7 @@ async def run(args: argparse.Namespace) -> int:
             final, settle_s = await verify.settle(
                 http, urls, stack.headers, list(workload.asked), channels, 180.0
             )
+        (log_dir / "questions.json").write_bytes(orjson.dumps(final))
         await client.aclose()  # its connections predate the Redis restarts
         resolved = await verify.resolved_events(redis.url)
         figures, tally = verify.check(workload.asked, final, resolved, hooks, channels)
@@ -168,9 +208,12 @@ async def run(args: argparse.Namespace) -> int:
         figures.update({f"ask refused {k}": v for k, v in workload.refused.items()})
         kills = {v.name: (v.kills, v.restarts) for vs in victims.values() for v in vs}
         kills["redis"] = (redis_victim.kills, redis_victim.restarts)
+        zero = verify.must_be_zero(channels)
         text = report.render(
             figures,
+            zero,
             kills,
+            verify.per_channel(workload.asked, tally, [ch.name for ch in channels]),
             {**vars(args), "log_dir": str(log_dir)},
             elapsed,
             settle_s,
@@ -180,12 +223,12 @@ async def run(args: argparse.Namespace) -> int:
         if args.report:
             report.write(Path(args.report), text)
         print(f"logs: {log_dir}", file=sys.stderr)
-        return 1 if report.failures(figures) else 0
+        return 1 if report.failures(figures, zero) else 0
     finally:
-        for ch in channels:
-            ch.stop()
         for p in [*procs, *channel_procs]:
-            p.stop()
+            await asyncio.to_thread(p.stop)
+        for ch in channels:
+            await ch.stop()
         hooks.close()
         redis.stop(graceful=True)
 

@@ -1,8 +1,8 @@
 """One plug-in per chat channel: its fake platform, its worker process (a kill -9
 victim), the target an ask names, how a human answers through it, and what must hold
-afterwards. The driver runs every channel in CHANNELS; to add Telegram, Slack or Discord,
-write a class like TextChannel (a fake platform server, the worker component, answer()
-and verify()) and list it there."""
+afterwards. The plain-text channel is here; Telegram, Slack and Discord share chat.py
+(telegram.py, slack.py, discord.py). The driver runs every channel in
+`chaos.__main__.CHANNELS`."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ class Stack:
     api_urls: list[str]
     headers: dict[str, str]
     seed: int
+    tenant: str
 
 
 @dataclass
@@ -44,17 +45,24 @@ class Asked:
     reason: str | None = None
     human_wins: list[str] = field(default_factory=list)  # who got a 200 answering it
     told_final: int = 0  # answers refused because it had ended
+    late_kept: list[str] = field(default_factory=list)  # who was told their late answer was kept
 
 
 class Channel(Protocol):
     name: str
+    must_be_zero: tuple[str, ...]  # of its verify() figures
+    examples: dict[str, list[str]]  # figure → question ids, for the report
 
-    def start(self, stack: Stack) -> list[Component]: ...
+    async def start(self, stack: Stack) -> list[Component]: ...
     def target(self, rnd: random.Random) -> dict[str, Any] | None: ...
-    async def answer(self, http: httpx.AsyncClient, asked: Asked) -> str: ...
+    async def answer(self, http: httpx.AsyncClient, asked: Asked) -> str:
+        """Answer through the platform: "won", "told" (it had ended), "late" (kept as
+        its late answer), or why it could not."""
+        ...
+
     def owed(self, question: dict[str, Any]) -> bool: ...
     def verify(self, questions: dict[str, dict[str, Any]]) -> dict[str, int]: ...
-    def stop(self) -> None: ...
+    async def stop(self) -> None: ...
 
 
 async def post_any(
@@ -95,12 +103,14 @@ class TextChannel:
     human's reply comes back through POST /v1/sessions/{session}/messages."""
 
     name = "text"
+    must_be_zero: tuple[str, ...] = ("prompts missing at the platform", "summaries missing")
 
     def __init__(self) -> None:
         self.platform: Receiver | None = None
         self.stack: Stack | None = None
+        self.examples: dict[str, list[str]] = {}
 
-    def start(self, stack: Stack) -> list[Component]:
+    async def start(self, stack: Stack) -> list[Component]:
         self.stack = stack
         self.platform = Receiver("text", error_rate=0.05, seed=stack.seed, latency_s=0.3)
         worker = Component(
@@ -109,8 +119,8 @@ class TextChannel:
             {**stack.env, **KIT_ENV, "ASKGATE_TEXT_TIMEOUT_S": "2"},
             stack.log_dir,
         )
-        worker.start()
-        wait_live(stack.env["REDIS_URL"], self.name)
+        await asyncio.to_thread(worker.start)
+        await asyncio.to_thread(wait_live, stack.env["REDIS_URL"], self.name, 60.0)
         return [worker]
 
     def target(self, rnd: random.Random) -> dict[str, Any] | None:
@@ -121,14 +131,9 @@ class TextChannel:
         """Once the prompt reached the platform, the human replies '2' there."""
         assert self.platform is not None and self.stack is not None
         rnd = random.Random(asked.id)
-        while not any(
-            h.body.get("question_id") == asked.id
-            and h.body.get("type") == "question"
-            and h.status == 200
-            for h in self.platform.snapshot()
-        ):
-            if time.time() > asked.expires_at:
-                return "late"
+        while (asked.id, "question") not in self.platform.taken:
+            if time.time() > asked.expires_at + 1:
+                return "not shown in time"
             await asyncio.sleep(0.1)
         r = await post_any(
             http,
@@ -142,7 +147,7 @@ class TextChannel:
             return "unreachable"
         body = r.json()
         if r.status_code == 200 and body.get("consumed"):
-            return "won"
+            return "late" if body.get("late") else "won"
         return "told"
 
     def owed(self, question: dict[str, Any]) -> bool:
@@ -163,28 +168,35 @@ class TextChannel:
         hits = self.platform.snapshot()
         ok = Counter(h.headers.get("x-askgate-delivery", "") for h in hits if h.status == 200)
         figures = Counter[str]()
+
+        def note(name: str, qid: str) -> None:
+            figures[name] += 1
+            self.examples.setdefault(name, []).append(qid)
+
         for qid, q in questions.items():
             for index, d in enumerate(q["deliveries"]):
                 if d["target"]["channel"] != "text":
                     continue
-                figures["text targets"] += 1
+                figures["targets"] += 1
                 prompt = ok[f"{qid}:{index}:question"]
+                summary = ok[f"{qid}:{index}:summary"]
                 if d["status"] == "delivered":
                     figures["prompts delivered"] += 1
-                    figures["prompts missing at the platform"] += prompt == 0
-                    summary = ok[f"{qid}:{index}:summary"]
-                    figures["summaries missing"] += summary == 0
-                    figures["summaries posted twice"] += summary > 1
+                    if prompt == 0:
+                        note("prompts missing at the platform", qid)
                 elif d["status"] == "failed":
                     figures["prompts failed"] += 1
-                else:  # ended before it was shown (a retry came too late)
+                elif prompt == 0:  # ended before it was shown (a retry came too late)
                     figures["prompts not needed (ended first)"] += 1
-                figures["prompts posted twice"] += prompt > 1
+                else:
+                    note("prompts shown, not recorded as delivered", qid)
+                if prompt and q["status"] != "pending" and summary == 0:
+                    note("summaries missing", qid)
+                figures["summaries posted twice"] += summary > 1
+                # The platform is told to drop these (X-Askgate-Delivery): at least once.
+                figures["prompts received twice with 200 (at least once)"] += prompt > 1
         return dict(figures)
 
-    def stop(self) -> None:
+    async def stop(self) -> None:
         if self.platform:
             self.platform.close()
-
-
-CHANNELS: list[type[TextChannel]] = [TextChannel]

@@ -30,6 +30,7 @@ class Receiver:
         """`latency_s`: each answer waits up to this long, so a kill lands mid-POST too."""
         self.name = name
         self.hits: list[Hit] = []
+        self.taken: set[tuple[str, str]] = set()  # (question_id, type) answered 200
         self._lock = threading.Lock()
         self._random = random.Random(seed)
         receiver = self
@@ -41,15 +42,18 @@ class Receiver:
                     status = 503 if receiver._random.random() < error_rate else 200
                     delay = receiver._random.uniform(0, latency_s)
                 time.sleep(delay)
+                body = orjson.loads(raw)
                 with receiver._lock:
                     receiver.hits.append(
                         Hit(
                             time.time(),
                             {k.lower(): v for k, v in self.headers.items()},
-                            orjson.loads(raw),
+                            body,
                             status,
                         )
                     )
+                    if status == 200:
+                        receiver.taken.add((str(body.get("question_id")), str(body.get("type"))))
                 try:
                     self.send_response(status)
                     self.send_header("Content-Length", "2")

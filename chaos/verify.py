@@ -1,6 +1,7 @@
 """What must hold after the chaos, read from the API, Redis and the fake receivers: every
 accepted question ended once, with the state its one winner wrote; every waiter and
-every webhook was told that state; nothing accepted was lost, nothing decided twice."""
+every webhook was told that state; nothing accepted was lost, nothing decided twice; a
+late answer is kept on the resource, POSTed as its own event, and changes nothing."""
 
 from __future__ import annotations
 
@@ -43,6 +44,8 @@ def settled(q: dict[str, Any], channels: list[Channel]) -> bool:
     if q["status"] == "pending":
         return False
     if q["webhook"] is None or q["webhook"]["status"] == "pending":
+        return False
+    if any((late.get("webhook") or {}).get("status") == "pending" for late in q["late_answers"]):
         return False
     return not any(ch.owed(q) for ch in channels)
 
@@ -108,6 +111,7 @@ class Tally:
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
         self.examples: dict[str, list[str]] = {}
+        self.lateness: dict[str, float] = {}  # a timed-out question's waiter: s past it
 
     def add(self, name: str, qid: str = "", when: bool = True, n: int = 1) -> None:
         if not when:
@@ -127,8 +131,12 @@ def check(
     t = Tally()
     lateness: list[float] = []
     webhook_bodies: dict[str, list[Any]] = {}
+    late_bodies: dict[str, list[Any]] = {}
     for hit in hooks.snapshot():
-        webhook_bodies.setdefault(hit.body["question_id"], []).append(hit)
+        late = hit.headers.get("x-askgate-event") == "question.late_answer"
+        (late_bodies if late else webhook_bodies).setdefault(hit.body["question_id"], []).append(
+            hit
+        )
     for qid, a in asked.items():
         t.add("questions accepted")
         q = final.get(qid)
@@ -157,6 +165,7 @@ def check(
             t.add("waiters told a wrong result", qid, a.result != q["result"])
             if q["reason"] == "timeout" and a.returned_at is not None:
                 lateness.append(a.returned_at - a.expires_at)
+                t.lateness[qid] = a.returned_at - a.expires_at
         hook = q["webhook"] or {}
         t.add(f"webhook {hook.get('status', 'missing')}", qid)
         interrupted = sum(1 for x in hook.get("attempts", []) if x.get("error") == "interrupted")
@@ -169,11 +178,65 @@ def check(
         t.add(
             "webhooks told a wrong result", qid, any(h.body["result"] != q["result"] for h in hits)
         )
+        late_answers(t, qid, a, q, late_bodies.get(qid, []))
     for channel in channels:
         for name, value in channel.verify(final).items():
             t.add(f"{channel.name}: {name}", n=value, when=value > 0)
-    out: dict[str, Any] = {**dict.fromkeys(MUST_BE_ZERO, 0), **t.counts}
+        for name, ids in channel.examples.items():
+            t.examples[f"{channel.name}: {name}"] = ids
+    out: dict[str, Any] = {**dict.fromkeys(must_be_zero(channels), 0), **t.counts}
     out["max seconds a waiter waited past its deadline"] = round(max(lateness, default=0.0), 2)
     ordered = sorted(lateness) or [0.0]
     out["median seconds a waiter waited past its deadline"] = round(ordered[len(ordered) // 2], 2)
     return out, t
+
+
+def must_be_zero(channels: list[Channel]) -> list[str]:
+    return [*MUST_BE_ZERO, *(f"{ch.name}: {name}" for ch in channels for name in ch.must_be_zero)]
+
+
+def late_answers(t: Tally, qid: str, a: Asked, q: dict[str, Any], hits: list[Any]) -> None:
+    """Every late answer someone was told was kept is on the resource, the result is
+    still the one it ended with, and each kept one was POSTed once as its own event."""
+    kept = q["late_answers"]
+    t.add("late answers told kept", n=len(a.late_kept), when=bool(a.late_kept))
+    t.add("late answers on the resources", n=len(kept), when=bool(kept))
+    t.add("late answers told kept, not on the resource", qid, len(kept) < len(a.late_kept))
+    t.add("late answers kept twice (a request tried again)", qid, len(kept) > len(a.late_kept))
+    if a.late_kept or kept:
+        t.add("late answers that changed the result", qid, q["status"] == "answered")
+    received = {h.body.get("n") for h in hits if h.status == 200}
+    for n, late in enumerate(kept):
+        t.add(f"late answer webhook {(late.get('webhook') or {}).get('status', 'missing')}", qid)
+        t.add("late answer webhooks never received", qid, n not in received)
+        t.add(
+            "late answer webhooks with a wrong body",
+            qid,
+            any(
+                h.body.get("n") == n and h.body["late_answer"]["answers"] != late["answers"]
+                for h in hits
+            )
+            or any(h.body["result"] != q["result"] for h in hits),
+        )
+
+
+def per_channel(asked: dict[str, Asked], t: Tally, channels: list[str]) -> list[dict[str, Any]]:
+    """The headline figures split by the channels a question was shown on (every question
+    has the web target; most have one or two chat channels besides)."""
+    lost = {q for name, qs in t.examples.items() if name.startswith("lost") for q in qs}
+    doubled = {q for name, qs in t.examples.items() if name.startswith("doubled") for q in qs}
+    rows = []
+    for name in ["web", *channels]:
+        ids = [q for q, a in asked.items() if any(tg["channel"] == name for tg in a.targets)]
+        late = [t.lateness[q] for q in ids if q in t.lateness]
+        rows.append(
+            {
+                "channel": name,
+                "questions": len(ids),
+                "answered through it": sum(1 for q in ids if name in asked[q].human_wins),
+                "lost": len(lost.intersection(ids)),
+                "doubled": len(doubled.intersection(ids)),
+                "max s past deadline": round(max(late, default=0.0), 2),
+            }
+        )
+    return rows

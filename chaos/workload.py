@@ -1,6 +1,8 @@
 """The mixed workload: agents ask (with a callback and some channel targets) and wait
 through the Python client; for each question a human answers through the API, replies in
-plain text, answers through a channel, skips, races two answers, or lets it expire."""
+plain text, answers through a channel (taps on its platform), skips, races two answers,
+or lets it expire, and then now and then answers anyway, late (kept on the resource,
+never the result)."""
 
 from __future__ import annotations
 
@@ -104,35 +106,81 @@ class Workload:
         channel = next(
             (c for c in self.channels if any(t["channel"] == c.name for t in asked.targets)), None
         )
-        if roll < 0.30:
+        if roll < 0.25:
             ways = ["api"]
-        elif roll < 0.45:
+        elif roll < 0.40:
             ways = ["api", "reply"]  # two channels at once: one wins, one is told
-        elif roll < 0.60 and channel is not None:
+        elif roll < 0.65 and channel is not None:
             ways = [channel.name]
-        elif roll < 0.67:
+        elif roll < 0.72:
             ways = ["skip"]
         else:
             self.humans["let it expire"] += 1
+            if rnd.random() < 0.5:
+                await self._late(asked, http, rnd)
             return
         outcomes = await asyncio.gather(*(self._answer(w, asked, http, channel) for w in ways))
         for way, outcome in zip(ways, outcomes, strict=True):
-            self.humans[f"{way}: {outcome}"] += 1
-            if outcome == "won":
-                asked.human_wins.append(way)
-            elif outcome == "told":
-                asked.told_final += 1
+            self._count(asked, way, outcome)
+
+    def _count(self, asked: Asked, way: str, outcome: str) -> None:
+        self.humans[f"{way}: {outcome}"] += 1
+        if outcome == "won":
+            asked.human_wins.append(way)
+        elif outcome == "told":
+            asked.told_final += 1
+        elif outcome == "late":
+            asked.late_kept.append(way)
+
+    async def _late(self, asked: Asked, http: httpx.AsyncClient, rnd: random.Random) -> None:
+        """After the question timed out, the human answers anyway: through the API, or
+        as a plain-text message in the session when a text target showed it."""
+        await asyncio.sleep(max(0.0, asked.expires_at - time.time()) + rnd.uniform(0.5, 3.0))
+        text = any(tg["channel"] == "text" for tg in asked.targets)
+        way = "late text" if text and rnd.random() < 0.5 else "late api"
+        if way == "late text":
+            r = await post_any(
+                http,
+                self.stack.api_urls,
+                f"/v1/sessions/{asked.session}/messages",
+                {"text": "2"},
+                self.stack.headers,
+                rnd,
+            )
+            body = r.json() if r is not None else {}
+            late = r is not None and r.status_code == 200 and body.get("late")
+        else:
+            r = await post_any(
+                http,
+                self.stack.api_urls,
+                f"/v1/questions/{asked.id}/answer",
+                {"answers": {"deploy_target": ["Production"]}},
+                self.stack.headers,
+                rnd,
+            )
+            error = (r.json().get("error") or {}) if r is not None and r.status_code == 409 else {}
+            late = bool(error.get("late_answer_recorded"))
+        if r is None:
+            outcome = "unreachable"
+        elif late:
+            outcome = "late"
+        elif r.status_code == 200 and way == "late api":
+            outcome = "won"  # it had not ended yet after all
+        else:
+            outcome = f"HTTP {r.status_code}" + (" (not kept)" if r.status_code < 300 else "")
+        self._count(asked, way, outcome)
 
     async def _answer(
         self, way: str, asked: Asked, http: httpx.AsyncClient, channel: Channel | None
     ) -> str:
         if channel is not None and way == channel.name:
             return await channel.answer(http, asked)
-        path, body = {
+        answers: dict[str, tuple[str, dict[str, Any]]] = {
             "api": ("answer", {"answers": {"deploy_target": ["Production"]}}),
             "reply": ("reply", {"text": "1"}),
             "skip": ("skip", {}),
-        }[way]
+        }
+        path, body = answers[way]
         r = await post_any(
             http,
             self.stack.api_urls,
@@ -145,7 +193,10 @@ class Workload:
             return "unreachable"
         if r.status_code == 200:
             return "won"
-        return "told" if r.status_code == 409 else f"HTTP {r.status_code}"
+        if r.status_code != 409:
+            return f"HTTP {r.status_code}"
+        # It had ended: without an answer, this one is kept as its late answer.
+        return "late" if (r.json().get("error") or {}).get("late_answer_recorded") else "told"
 
 
 def _unix(iso: str) -> float:

@@ -41,6 +41,7 @@ class Msg:
     content: str
     components: list[dict[str, Any]]
     edits: list[dict[str, Any]] = field(default_factory=list)
+    sent_components: list[dict[str, Any]] = field(default_factory=list)  # as first posted
 
     @property
     def raw(self) -> dict[str, Any]:
@@ -166,9 +167,9 @@ class FakeDiscord:
         known = self._nonces.get((channel, nonce)) if body.get("enforce_nonce") else None
         if known is not None:
             return web.json_response(self.channels[channel][known].raw)
-        msg = Msg(
-            channel, str(next(self._ids)), body.get("content", ""), body.get("components") or []
-        )
+        rows = body.get("components") or []
+        content = body.get("content", "")
+        msg = Msg(channel, str(next(self._ids)), content, rows, sent_components=rows)
         self.channels.setdefault(channel, {})[msg.id] = msg
         if nonce:
             self._nonces[(channel, nonce)] = msg.id

@@ -8,6 +8,10 @@ over 200 characters or answered twice, editing or deleting a missing message, "m
 is not modified"), and can be told to answer 429 retry_after, to act as a blocked chat
 or a missing chat, to refuse reactions, or to hold sendMessage responses (the message
 is recorded first, as Telegram would).
+
+getUpdates keeps Telegram's semantics: an update stays until a getUpdates with a
+higher `offset` confirms it (a poller killed before confirming gets it again), and a
+newer getUpdates ends an older one that is still waiting (409 Conflict).
 """
 
 from __future__ import annotations
@@ -70,6 +74,7 @@ class Msg:
     edits: list[str] = field(default_factory=list)
     entities: list[dict[str, Any]] = field(default_factory=list)
     reactions: list[str] = field(default_factory=list)
+    sent_markup: dict[str, Any] | None = None  # the keyboard it was sent with
 
     @property
     def buttons(self) -> list[list[dict[str, Any]]]:
@@ -116,7 +121,13 @@ class FakeBotAPI:
         self.hold_send = asyncio.Event()
         self.hold_send.set()  # cleared: sendMessage records, then waits to respond
         self.queries: dict[str, bool] = {}  # callback query id → answered
-        self.updates: dict[str, asyncio.Queue[dict[str, Any]]] = {}
+        self.updates: dict[str, list[dict[str, Any]]] = {}  # token → not yet confirmed
+        self.pushed: list[dict[str, Any]] = []  # every update ever pushed
+        self.confirmed: dict[str, list[int]] = {}  # token → update ids confirmed
+        self._arrived: dict[str, asyncio.Event] = {}
+        self._polls: dict[str, int] = {}  # token → the newest getUpdates
+        self.created: list[Msg] = []  # every message sendMessage made, deleted or not
+        self.callback_answers: dict[str, str] = {}  # callback query id → its text
         self.webhooks: dict[str, dict[str, Any]] = {}
         self.menus: dict[str | None, list[dict[str, Any]]] = {}  # language → commands
         self.deleted: list[tuple[int, int]] = []  # (chat, message)
@@ -293,14 +304,17 @@ class FakeBotAPI:
             target = self.chats.get(chat_id, {}).get(int(reply_to))
             if target is not None:
                 raw["reply_to_message"] = target.raw
-        self.chats.setdefault(chat_id, {})[message_id] = Msg(
+        msg = Msg(
             chat_id,
             message_id,
             text,
             markup if isinstance(markup, dict) else None,
             raw,
             entities=entities,
+            sent_markup=markup if isinstance(markup, dict) else None,
         )
+        self.chats.setdefault(chat_id, {})[message_id] = msg
+        self.created.append(msg)
         await self.hold_send.wait()
         return raw
 
@@ -371,6 +385,7 @@ class FakeBotAPI:
         if len(str(params.get("text", ""))) > CALLBACK_TEXT_MAX:
             raise TelegramError(400, "Bad Request: MESSAGE_TOO_LONG")
         self.queries[qid] = True
+        self.callback_answers[qid] = str(params.get("text", ""))
         return True
 
     async def m_setWebhook(self, token: str, params: dict[str, Any]) -> Any:
@@ -382,15 +397,38 @@ class FakeBotAPI:
         return True
 
     async def m_getUpdates(self, token: str, params: dict[str, Any]) -> Any:
-        queue = self.updates.setdefault(token, asyncio.Queue())
-        try:
-            first = await asyncio.wait_for(queue.get(), float(params.get("timeout", 0) or 0.05))
-        except TimeoutError:
-            return []
-        out = [first]
-        while not queue.empty():
-            out.append(queue.get_nowait())
-        return out
+        """The updates from `offset` on (all unconfirmed ones without it); those before
+        `offset` are confirmed and gone. Waits up to `timeout` seconds for one."""
+        pending = self.updates.setdefault(token, [])
+        offset = int(params.get("offset") or 0)
+        if offset:
+            self.confirmed.setdefault(token, []).extend(
+                u["update_id"] for u in pending if u["update_id"] < offset
+            )
+            pending[:] = [u for u in pending if u["update_id"] >= offset]
+        poll = self._polls[token] = next(self._ids)
+        deadline = time.monotonic() + float(params.get("timeout", 0) or 0.05)
+        while not pending:
+            arrived = self._arrived.setdefault(token, asyncio.Event())
+            try:
+                await asyncio.wait_for(arrived.wait(), max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                break
+            if self._polls.get(token) != poll:
+                raise TelegramError(
+                    409,
+                    "Conflict: terminated by other getUpdates request; make sure that only "
+                    "one bot instance is running",
+                )
+        return list(pending[:100])
+
+    def push(self, token: str, update: dict[str, Any]) -> None:
+        """An update for the bot: kept until a getUpdates confirms it."""
+        self.updates.setdefault(token, []).append(update)
+        self.pushed.append(update)
+        arrived = self._arrived.pop(token, None)
+        if arrived is not None:
+            arrived.set()
 
     # -- what tests look at and send -------------------------------------------------------
 

@@ -3,8 +3,6 @@ that keeps failing never stop prompts or taps, and show in the worker's health."
 
 from __future__ import annotations
 
-import asyncio
-
 from askgate_telegram.service import TelegramService
 
 from tests.integration.telegram.conftest import ADA, Harness, eventually, tg_settings
@@ -72,9 +70,7 @@ async def test_polling_survives_error_pages_and_reports_while_failing(
         q = await tg.ask()
         prompt = await tg.prompt()
         token = tg.fake.sent()[0].token
-        fake.updates.setdefault(token, asyncio.Queue()).put_nowait(
-            fake.tap(prompt, prompt.buttons[1][0]["callback_data"], ADA)
-        )
+        fake.push(token, fake.tap(prompt, prompt.buttons[1][0]["callback_data"], ADA))
         body = await tg.wait_result(q["id"])
         assert body["result"]["answers"]["answers"] == {"deploy_target": ["Production"]}
         assert service.channel.problem() is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import httpx
 import pytest
 from askgate.store import keys
 from askgate_telegram.__main__ import main
@@ -60,11 +61,37 @@ async def test_long_polling_takes_a_tap(tg: Harness, redis_url: str, fake: FakeB
         q = await tg.ask()
         prompt = await tg.prompt()
         token = tg.fake.sent()[0].token
-        fake.updates.setdefault(token, asyncio.Queue()).put_nowait(
-            fake.tap(prompt, prompt.buttons[1][0]["callback_data"], ADA)
-        )
+        fake.push(token, fake.tap(prompt, prompt.buttons[1][0]["callback_data"], ADA))
         body = await tg.wait_result(q["id"])
         assert body["result"]["answers"]["answers"] == {"deploy_target": ["Production"]}
+    finally:
+        await service.close()
+
+
+async def test_tap_fetched_by_a_poller_that_died_is_handled_by_the_next(
+    tg: Harness, redis_url: str, fake: FakeBotAPI
+) -> None:
+    """Telegram keeps an update until a later getUpdates confirms it: a tap fetched by a
+    poller that died before confirming is fetched again by the next one, and answers."""
+    q = await tg.ask()
+    prompt = await tg.prompt()
+    await tg.service.close()
+    token = tg.fake.sent()[0].token
+    tap = fake.tap(prompt, prompt.buttons[1][0]["callback_data"], ADA)
+    fake.push(token, tap)
+    async with httpx.AsyncClient() as http:  # the poller that dies with it in hand
+        r = await http.post(f"{fake.base}/bot{token}/getUpdates", data={"timeout": "0"})
+    assert [u["update_id"] for u in r.json()["result"]] == [tap["update_id"]]
+    service = TelegramService(
+        tg_settings(redis_url, fake.base, telegram_mode="polling", telegram_polling_timeout_s=1)
+    )
+    await service.start()
+    try:
+        body = await tg.wait_result(q["id"])
+        assert body["result"]["answers"]["answers"] == {"deploy_target": ["Production"]}
+        await eventually(
+            lambda: tap["update_id"] in fake.confirmed.get(token, []), "the tap confirmed"
+        )
     finally:
         await service.close()
 
@@ -86,9 +113,8 @@ async def test_polling_serves_other_chats_while_one_waits(
         await tg.delivered(second["id"])
         token = tg.fake.sent()[0].token
         fake.hold_send.clear()  # Telegram stops answering sendMessage
-        queue = fake.updates.setdefault(token, asyncio.Queue())
-        queue.put_nowait(fake.tap(slow, Tap(q=first["id"], t=0, a="x").pack(), ADA))  # Other…
-        queue.put_nowait(fake.tap(fast, fast.buttons[1][0]["callback_data"], ADA))
+        fake.push(token, fake.tap(slow, Tap(q=first["id"], t=0, a="x").pack(), ADA))  # Other…
+        fake.push(token, fake.tap(fast, fast.buttons[1][0]["callback_data"], ADA))
         body = await tg.wait_result(second["id"])
         assert body["result"]["answers"]["answers"] == {"deploy_target": ["Production"]}
     finally:
