@@ -245,8 +245,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--max-timeout-s",
         type=int,
-        default=8,
-        help="longest timeoutSeconds an agent asks with (2 to 8)",
+        default=12,
+        help="longest timeoutSeconds an agent asks with (2 to 12)",
     )
     parser.add_argument("--report", default="", help="write the report there (markdown)")
     args: Any = parser.parse_args(argv)

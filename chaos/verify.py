@@ -62,8 +62,14 @@ async def settle(
     start = time.monotonic()
     seen: dict[str, dict[str, Any]] = {}
     todo = list(ids)
+    slots = asyncio.Semaphore(16)  # hundreds of GETs queued in one pool crawl
+
+    async def one(qid: str) -> dict[str, Any] | None:
+        async with slots:
+            return await fetch(http, urls, headers, qid)
+
     while todo and time.monotonic() - start < timeout_s:
-        found = await asyncio.gather(*(fetch(http, urls, headers, q) for q in todo))
+        found = await asyncio.gather(*(one(q) for q in todo))
         later = []
         for qid, q in zip(todo, found, strict=True):
             if q is not None:

@@ -26,7 +26,7 @@ QUESTIONS: list[Any] = [
         "options": [{"label": "Staging (Recommended)"}, {"label": "Production"}],
     }
 ]
-TIMEOUTS_S = [2, 3, 5, 8]
+TIMEOUTS_S = [2, 3, 5, 8, 12]
 # What each way of answering makes the result, when it wins.
 EXPECTED = {
     "api": {"status": "answered", "answers": {"answers": {"deploy_target": ["Production"]}}},
@@ -103,9 +103,8 @@ class Workload:
         rnd = random.Random(asked.id)
         await asyncio.sleep(rnd.uniform(0, max(0.5, asked.expires_at - time.time()) * 1.1))
         roll = rnd.random()
-        channel = next(
-            (c for c in self.channels if any(t["channel"] == c.name for t in asked.targets)), None
-        )
+        shown_on = [c for c in self.channels if any(t["channel"] == c.name for t in asked.targets)]
+        channel = rnd.choice(shown_on) if shown_on else None
         if roll < 0.25:
             ways = ["api"]
         elif roll < 0.40:
