@@ -307,6 +307,46 @@ async def test_claim_left_by_a_dead_worker_is_resent_once(
     assert platform.prompts == [(rec.id, "C1")]
 
 
+async def test_prompt_whose_sender_died_before_confirming_gets_its_summary(
+    services: Any, settings_store: Store, tenant: Tenant
+) -> None:
+    """A worker that died after the platform took its prompt and before confirming it
+    leaves the target sending; when the question ends, the prompt still becomes its
+    summary once its claim runs out (RESEND: the summary goes out), and is not sent
+    again."""
+    rec = await ask(settings_store, tenant, "C1")
+    loaded = await settings_store.load(rec.id)
+    assert loaded is not None
+    await settings_store.ledger.claim(
+        loaded, 0, owner="dead-worker", lease_ms=300, on_stale=StalePolicy.RESEND
+    )
+    await settings_store.answer(tenant.id, rec.id, {"deploy_target": ["Production"]})
+    platform = Platform(prompts=[(rec.id, "C1")])  # it took the dead worker's prompt
+    await services(platform)
+    await eventually(lambda: platform.summaries == [(rec.id, "C1")], "the summary")
+    done = await settings_store.load(rec.id)
+    assert done is not None and done.delivery(0).summary == "done"
+    assert platform.prompts == [(rec.id, "C1")]
+
+
+async def test_look_up_finds_an_unconfirmed_prompt_to_summarise(
+    services: Any, settings_store: Store, tenant: Tenant
+) -> None:
+    """LOOK_UP: the prompt a dead worker posted but never confirmed is found when the
+    question ends and edited into its summary with the ref the platform gives."""
+    rec = await ask(settings_store, tenant, "C1")
+    loaded = await settings_store.load(rec.id)
+    assert loaded is not None
+    await settings_store.ledger.claim(
+        loaded, 0, owner="dead-worker", lease_ms=300, on_stale=StalePolicy.LOOK_UP
+    )
+    await settings_store.answer(tenant.id, rec.id, {"deploy_target": ["Production"]})
+    platform = Platform(prompts=[(rec.id, "C1")])
+    adapter = looking(await services(platform, adapter=LookingAdapter))
+    await eventually(lambda: platform.summaries == [(rec.id, "C1")], "the summary")
+    assert adapter.lookups == 1 and platform.prompts == [(rec.id, "C1")]
+
+
 async def test_maybe_sent_is_assumed_shown_where_a_resend_could_double(
     services: Any, settings_store: Store, tenant: Tenant
 ) -> None:

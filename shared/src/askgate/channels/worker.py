@@ -10,7 +10,9 @@ once. `handle(event)` is the stream consumer's handler.
   `max_claims`, after which the target fails. A permanent failure fails the target at
   once; when no target can show the question, it ends as delivery_failed.
 - `question.resolved`: every delivered prompt that is not yet a summary is finalised by
-  the adapter, then marked in the ledger, so a replayed event edits nothing twice. The
+  the adapter, then marked in the ledger, so a replayed event edits nothing twice. So is
+  one whose sender died between the platform call and its confirm, once that claim has
+  run out (looked up first under LOOK_UP; under ASSUME_SHOWN there is nothing to edit). The
   question's extra messages (`track`: a prompt shown again, helper messages) go to the
   adapter's `finalise_message` once each.
 - `question.remind`: every target of this channel whose prompt is shown gets reminder n
@@ -46,6 +48,7 @@ from askgate.domain.events import (
 )
 from askgate.domain.models import Target
 from askgate.domain.status import DeliveryState
+from askgate.domain.timeutil import now_ms
 from askgate.runtime.consumer import Event, RetryLater
 from askgate.store.ledger import StalePolicy
 from askgate.store.record import Record
@@ -305,9 +308,27 @@ class ChannelWorker:
 
     async def _finalise_one(self, rec: Record, index: int, target: Target) -> None:
         delivery = rec.delivery(index)
-        if delivery.state != DeliveryState.DELIVERED or delivery.summary:
+        if delivery.summary:
             return
-        await self.finalise_prompt(rec, index, target, delivery.ref)
+        ref = delivery.ref
+        if delivery.state == DeliveryState.SENDING:
+            # Its sender stopped between the platform call and the confirm (killed, or
+            # Redis gone), and nobody claims a target of an ended question again: the
+            # prompt may be shown. Once the claim has run out, summarise it where the
+            # platform can say (LOOK_UP) or a stray summary does no harm (RESEND).
+            if delivery.lease_until_ms > now_ms():
+                raise Later()  # the sender may still confirm, and finalise itself
+            adapter = self.adapter
+            if isinstance(adapter, FindsPrompts) and adapter.stale_policy == StalePolicy.LOOK_UP:
+                found = await adapter.find_prompt(rec, index, target)
+                if found is None:
+                    return
+                ref = found.ref
+            elif adapter.stale_policy != StalePolicy.RESEND:
+                return  # ASSUME_SHOWN: no message id to edit
+        elif delivery.state != DeliveryState.DELIVERED:
+            return
+        await self.finalise_prompt(rec, index, target, ref)
 
     async def finalise_prompt(
         self, rec: Record, index: int, target: Target, ref: dict[str, Any]

@@ -70,6 +70,7 @@ class DeliveryInfo:
     at: str | None
     attempts: int
     summary: str | None  # set once the prompt was turned into its summary
+    lease_until_ms: int = 0  # while sending: when the sender's claim runs out
 
 
 @dataclass
@@ -252,6 +253,7 @@ class Record:
             at=d.get("at"),
             attempts=int(f.get(f"n:{index}") or 0),
             summary=f.get(f"s:{index}") or None,
+            lease_until_ms=int((f.get(f"l:{index}") or "0").split(":", 1)[0] or 0),
         )
 
     def delivery_dicts(self) -> list[dict[str, Any]]:
