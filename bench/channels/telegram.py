@@ -8,7 +8,6 @@ as Telegram delivers it to a polling bot.
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import sys
 import time
@@ -102,7 +101,7 @@ def _platform(hooks: Hooks) -> Platform:
             assert isinstance(msg, Msg)
             update = self.fake.tap(msg, msg.buttons[0][0]["callback_data"], HUMAN)
             t = time.monotonic()
-            self.fake.updates.setdefault(token, asyncio.Queue()).put_nowait(update)
+            self.fake.push(token, update)
             return t
 
     return TelegramPlatform()
