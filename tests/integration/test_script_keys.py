@@ -101,7 +101,7 @@ class Monitor:
         self.client.close()
 
 
-async def workload(redis: Redis, server: RedisProcess, settings: Settings) -> None:
+async def workload(redis: Redis, redis_url: str, settings: Settings) -> None:
     """Each script, on each of its paths that touch other keys."""
     store = Store(redis, settings)
     tenant, _ = await create_tenant(redis, "keys-" + secrets.token_hex(3))
@@ -158,7 +158,7 @@ async def workload(redis: Redis, server: RedisProcess, settings: Settings) -> No
     with pytest.raises(Exception, match="without"):
         await store.answer(tenant.id, late, {"deploy_target": ["Production"]})
     # The webhooks service's state.
-    sync = redis_sync.Redis.from_url(server.url)
+    sync = redis_sync.Redis.from_url(redis_url)  # the test's own database, like `redis`
     try:
         state = WebhookState(sync)
         assert state.begin(hooked, {"status": "pending"}, now_ms()) == "ok"
@@ -169,13 +169,13 @@ async def workload(redis: Redis, server: RedisProcess, settings: Settings) -> No
 
 
 async def test_every_script_declares_each_key_it_touches_in_one_slot(
-    redis: Redis, redis_server: RedisProcess, settings: Settings
+    redis: Redis, redis_server: RedisProcess, redis_url: str, settings: Settings
 ) -> None:
     """Each call's declared keys share one slot, and its Lua touches no other key."""
     names = every_script()
     monitor = Monitor(redis_server)
     try:
-        await workload(redis, redis_server, settings)
+        await workload(redis, redis_url, settings)
         marker = secrets.token_hex(4).encode()
         await redis.execute_command("PING", marker)
         calls: list[Call] = []
