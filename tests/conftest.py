@@ -13,21 +13,24 @@ services as processes instead (tests/e2e/conftest.py).
 from __future__ import annotations
 
 import asyncio
-import itertools
 import secrets
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
 import pytest
-from askgate.dev.redis_server import PortTaken, RedisClusterProcess, RedisProcess
+from askgate.dev.redis_server import RedisClusterProcess, RedisProcess
 from askgate.settings import Settings
 from askgate.store.conn import connect
 from askgate.store.tenants import create_tenant
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
-SECRET = "test-secret-" + "x" * 32
+from tests.support.asks import Tenant, make_settings
+from tests.support.databases import DATABASES, SHARED_DB, own_database, start_redis
+
+# Fixtures whose processes live for the whole session on SHARED_DB.
+SESSION_SERVICES = frozenset({"api_server", "web_server"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -35,27 +38,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for layer in ("unit", "integration", "e2e"):
             if f"tests/{layer}/" in str(item.path).replace("\\", "/"):
                 item.add_marker(getattr(pytest.mark, layer))
-
-
-# Databases per server: one per test of the largest worker's share, with room to spare.
-DATABASES = 4096
-# The database the session's service processes use (their tests share it, emptied first).
-SHARED_DB = 0
-# Fixtures whose processes live for the whole session on SHARED_DB.
-SESSION_SERVICES = frozenset({"api_server", "web_server"})
-_next_db = itertools.count(SHARED_DB + 1)
-
-
-def start_redis(attempts: int = 3, **options: Any) -> RedisProcess:
-    """A redis-server on a free port; another port when a parallel worker took this one
-    between the pick and the bind."""
-    for attempt in range(attempts):
-        try:
-            return RedisProcess(**options).start()
-        except (PortTaken, RuntimeError):
-            if attempt == attempts - 1:
-                raise
-    raise AssertionError("unreachable")
 
 
 @pytest.fixture(scope="session")
@@ -70,14 +52,6 @@ def redis_server() -> Iterator[RedisProcess]:
 def shared_redis_url(redis_server: RedisProcess) -> str:
     """REDIS_URL for the session's service processes (SESSION_SERVICES)."""
     return f"redis://127.0.0.1:{redis_server.port}/{SHARED_DB}"
-
-
-def own_database(server: RedisProcess) -> str:
-    """REDIS_URL of a database of `server` that no other test of this run uses."""
-    db = next(_next_db)
-    if db >= DATABASES:
-        raise RuntimeError(f"more than {DATABASES - 1} databases used in one worker")
-    return f"redis://127.0.0.1:{server.port}/{db}"
 
 
 @pytest.fixture
@@ -123,30 +97,9 @@ async def cluster_redis(redis_cluster: RedisClusterProcess) -> AsyncIterator[Red
     await client.aclose()
 
 
-def make_settings(url: str, **overrides: Any) -> Settings:
-    values: dict[str, Any] = {
-        "redis_url": url,
-        "secret_key": SECRET,
-        "timeout_min_s": 1,
-        "timeout_default_s": 900,
-        "timeout_max_s": 3600,
-        "sweep_interval_ms": 50,
-        **overrides,
-    }
-    return Settings(**values)
-
-
 @pytest.fixture
 def settings(redis_url: str) -> Settings:
     return make_settings(redis_url)
-
-
-class Tenant:
-    def __init__(self, tenant_id: str, api_key: str, webhook_secret: str) -> None:
-        self.id = tenant_id
-        self.api_key = api_key
-        self.webhook_secret = webhook_secret
-        self.headers = {"Authorization": f"Bearer {api_key}"}
 
 
 @pytest.fixture
@@ -184,27 +137,6 @@ async def web_client(settings: Settings, redis: Redis) -> AsyncIterator[httpx.As
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://web") as client:
             yield client
-
-
-def ask_body(session: str = "s1", **extra: Any) -> dict[str, Any]:
-    """The README "The ask" example ask, with the context beside it."""
-    return {
-        "questions": [
-            {
-                "id": "deploy_target",
-                "header": "Deploy",
-                "question": "Where should I deploy this build?",
-                "options": [
-                    {"label": "Staging (Recommended)", "description": "Safe, reversible"},
-                    {"label": "Production"},
-                ],
-                "multiSelect": False,
-            }
-        ],
-        "timeoutSeconds": 900,
-        "session": session,
-        **extra,
-    }
 
 
 @pytest.hookimpl(wrapper=True)

@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 from askgate.dev.redis_server import free_port
 
-from tests.conftest import SECRET
+from tests.support.asks import SECRET
 
 
 class ApiProcess:

@@ -8,7 +8,6 @@ on its port.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +16,7 @@ import pytest
 from redis.asyncio import Redis
 
 from tests.processes import ApiProcess
+from tests.support.waiting import eventually
 
 
 @pytest.fixture(scope="session")
@@ -36,12 +36,14 @@ def api_process(redis_url: str, redis: Redis) -> Iterator[ApiProcess]:
 async def pending_question(api: ApiProcess, headers: dict[str, str], session: str) -> Any:
     """The session's pending question, once an agent has asked it (polls the list)."""
     async with httpx.AsyncClient(base_url=api.url, headers=headers, timeout=30) as http:
-        for _ in range(400):
+
+        async def first() -> Any:
             r = await http.get("/v1/questions", params={"session": session, "status": "pending"})
-            if r.status_code == 200 and r.json()["questions"]:
-                return r.json()["questions"][0]
-            await asyncio.sleep(0.05)
-    raise AssertionError(f"no pending question in session {session!r}")
+            return (
+                r.json()["questions"][0] if r.status_code == 200 and r.json()["questions"] else None
+            )
+
+        return await eventually(first, f"a pending question in session {session!r}", 30)
 
 
 async def answer_production(api: ApiProcess, headers: dict[str, str], question_id: str) -> None:

@@ -12,9 +12,10 @@ from askgate.dev.redis_server import RedisProcess
 from askgate.store.tenants import create_tenant
 from askgate_client import Askgate, AskResult, AsyncAskgate, InvalidAsk
 
-from tests.conftest import Tenant, ask_body
 from tests.e2e.conftest import answer_production, pending_question
 from tests.processes import ApiProcess
+from tests.support.asks import Tenant, ask_body
+from tests.support.waiting import eventually
 
 QUESTIONS: list[Any] = ask_body()["questions"]
 SEED_ANSWERED = {"status": "answered", "answers": {"answers": {"deploy_target": ["Production"]}}}
@@ -196,11 +197,11 @@ async def test_one_client_holds_more_than_100_waits(api_server: ApiProcess, redi
             *(ag.start(QUESTIONS, session=f"w{i}", timeout_s=300) for i in range(WAITS))
         )
         waits = [asyncio.create_task(ag.wait(q.id)) for q in questions]
-        for _ in range(600):
-            if await waiters_held(api_server) == WAITS:
-                break
-            await asyncio.sleep(0.05)
-        assert await waiters_held(api_server) == WAITS
+
+        async def all_parked() -> bool:
+            return await waiters_held(api_server) == WAITS
+
+        await eventually(all_parked, f"{WAITS} parked waiters", 30)
         async with httpx.AsyncClient(base_url=api_server.url, headers=headers) as http:
             for q in questions:
                 r = await http.post(

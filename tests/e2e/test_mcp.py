@@ -3,7 +3,6 @@ client, against the API as a process."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from collections.abc import AsyncIterator
@@ -18,9 +17,10 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp_types import CallToolResult, TextContent
 
-from tests.conftest import Tenant, ask_body
 from tests.e2e.conftest import answer_production, pending_question
 from tests.processes import ApiProcess
+from tests.support.asks import Tenant, ask_body
+from tests.support.waiting import eventually
 
 SEED_INPUT = {k: v for k, v in ask_body().items() if k in ("questions", "timeoutSeconds")}
 SEED_ANSWERED = {"status": "answered", "answers": {"answers": {"deploy_target": ["Production"]}}}
@@ -152,11 +152,12 @@ async def test_cancelled_call_cancels_question(api_server: ApiProcess, tenant: T
             question = await pending_question(api_server, tenant.headers, SESSION)
             tg.cancel_scope.cancel()
         async with httpx.AsyncClient(base_url=api_server.url, headers=tenant.headers) as http:
-            for _ in range(200):
-                final = (await http.get(f"/v1/questions/{question['id']}")).json()
-                if final["status"] != "pending":
-                    break
-                await asyncio.sleep(0.05)
+
+            async def ended() -> Any:
+                q = (await http.get(f"/v1/questions/{question['id']}")).json()
+                return q if q["status"] != "pending" else None
+
+            final = await eventually(ended, "the cancelled question to end", 30)
         assert (final["status"], final["reason"], final["result"]) == (
             "no_answer",
             "cancelled",

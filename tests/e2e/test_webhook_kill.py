@@ -5,13 +5,11 @@ attempts, and every delivery ends delivered once, its attempts listed."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,8 +18,9 @@ import httpx
 import pytest
 from askgate.settings import Settings
 
-from tests.conftest import Tenant, ask_body, make_settings
 from tests.integration.http_receiver import Receiver
+from tests.support.asks import Tenant, ask_body, make_settings
+from tests.support.waiting import eventually
 
 LOCAL = "127.0.0.0/8"
 ENV = {
@@ -69,14 +68,6 @@ def children(pid: int) -> list[int]:
     return found
 
 
-async def eventually(check: object, what: str, timeout_s: float = 45.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not await check():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
-
-
 async def test_killed_workers_mid_post_end_delivered_once(
     app_client: httpx.AsyncClient, tenant: Tenant, webhooks: subprocess.Popen[bytes]
 ) -> None:
@@ -84,7 +75,7 @@ async def test_killed_workers_mid_post_end_delivered_once(
     ends delivered exactly once, and lists the interrupted attempt 1."""
     gate = threading.Event()
     with Receiver(gate=gate) as receiver:
-        await eventually(lambda: _ready(webhooks.pid), "two RQ workers")
+        await eventually(lambda: _ready(webhooks.pid), "two RQ workers", 45)
         qids = []
         for session in ("k1", "k2"):
             r = await app_client.post(
@@ -105,7 +96,7 @@ async def test_killed_workers_mid_post_end_delivered_once(
             hooks = [await _hook(app_client, tenant, q) for q in qids]
             return all(h and h["status"] != "pending" for h in hooks)
 
-        await eventually(settled, "both deliveries to settle")
+        await eventually(settled, "both deliveries to settle", 45)
         assert not set(workers) & set(children(webhooks.pid))  # the workers were replaced
         for qid in qids:
             h = await _hook(app_client, tenant, qid)

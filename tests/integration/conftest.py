@@ -15,8 +15,8 @@ from askgate_text.__main__ import serve
 from askgate_text.config import TextSettings
 from redis.asyncio import Redis
 
-from tests.conftest import SECRET
 from tests.integration.http_receiver import Receiver
+from tests.support.asks import SECRET
 from tests.support.waiting import eventually
 
 StartWorker = Callable[..., Awaitable[None]]

@@ -4,7 +4,6 @@ free port; stop it with `close()` or use it as a context manager."""
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -12,6 +11,8 @@ from typing import Any
 
 import orjson
 from askgate.dev.redis_server import free_port
+
+from tests.support.waiting import eventually
 
 
 @dataclass
@@ -80,11 +81,7 @@ class Receiver:
 
     async def wait_for(self, n: int, timeout_s: float = 30.0) -> list[Received]:
         """The first n requests, once they have arrived (bounded wait, not a timing check)."""
-        deadline = asyncio.get_running_loop().time() + timeout_s
-        while len(self.received) < n:
-            if asyncio.get_running_loop().time() > deadline:
-                raise AssertionError(f"expected {n} requests, got {len(self.received)}")
-            await asyncio.sleep(0.02)
+        await eventually(lambda: len(self.received) >= n, f"{n} requests", timeout_s)
         return self.received[:n]
 
     def close(self) -> None:

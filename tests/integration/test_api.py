@@ -9,7 +9,8 @@ import httpx
 import pytest
 from askgate.settings import Settings
 
-from tests.conftest import Tenant, ask_body, make_settings
+from tests.support.asks import Tenant, ask_body, make_settings
+from tests.support.waiting import eventually
 
 THREE = [
     {
@@ -426,8 +427,7 @@ async def test_wait_wakes_on_answer(app_client: httpx.AsyncClient, tenant: Tenan
         app_client.get(f"/v1/questions/{q['id']}/wait?timeout_s=30", headers=tenant.headers)
     )
     waiters = app_client.app.state.waiters  # type: ignore[attr-defined]
-    while waiters.count == 0:
-        await asyncio.sleep(0.01)
+    await eventually(lambda: waiters.count, "the waiter to park")
     await app_client.post(
         f"/v1/questions/{q['id']}/reply", json={"text": "production"}, headers=tenant.headers
     )

@@ -13,7 +13,7 @@ import orjson
 import pytest
 from askgate.domain.models import FREE_TEXT_MAX, RESPONDER_FIELD_MAX
 
-from tests.conftest import Tenant, ask_body
+from tests.support.asks import Tenant, ask_body
 
 LIMIT = 128 * 1024  # Settings.body_max_bytes' default
 MULTI = {

@@ -27,7 +27,7 @@ from askgate.store.record import Record
 from askgate.store.store import Store
 from redis.asyncio import Redis
 
-from tests.conftest import SECRET, Tenant, ask_body
+from tests.support.asks import SECRET, Tenant, ask_body
 from tests.support.waiting import eventually
 
 Script = Callable[[str], Exception | None]  # destination → what the platform does now

@@ -11,7 +11,7 @@ from askgate.store.store import Store
 from askgate_sweeper.__main__ import watch_once
 from redis.asyncio import Redis
 
-from tests.conftest import Tenant, ask_body
+from tests.support.asks import Tenant, ask_body
 
 SLACK = {"channel": "slack", "channel_id": "C1"}
 

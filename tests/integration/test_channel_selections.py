@@ -10,7 +10,7 @@ from askgate.store import keys
 from askgate.store.store import Store
 from redis.asyncio import Redis
 
-from tests.conftest import Tenant, ask_body
+from tests.support.asks import Tenant, ask_body
 
 TWO = [
     {

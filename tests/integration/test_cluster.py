@@ -29,8 +29,8 @@ from askgate.store.tenants import create_tenant, tenant_for_key
 from askgate_sweeper.__main__ import sweep_once
 from redis.asyncio.cluster import RedisCluster
 
-from tests.conftest import Tenant, ask_body, make_settings
 from tests.integration.http_receiver import Receiver
+from tests.support.asks import Tenant, ask_body, make_settings
 from tests.support.waiting import eventually
 
 FUTURE_MS = 10**13  # past every deadline

@@ -17,7 +17,7 @@ from askgate.store.conn import connect
 from askgate.store.store import Store
 from askgate.store.tenants import create_tenant
 
-from tests.conftest import ask_body, make_settings
+from tests.support.asks import ask_body, make_settings
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 

@@ -11,7 +11,7 @@ import httpx
 from askgate.store.tenants import load_tenant
 from redis.asyncio import Redis
 
-from tests.conftest import Tenant, ask_body
+from tests.support.asks import Tenant, ask_body
 from tests.support.timers import created_ms, fire_timers
 
 TG = {"channel": "telegram", "chat_id": "1"}

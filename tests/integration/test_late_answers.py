@@ -20,7 +20,7 @@ from askgate.store.store import Store
 from askgate_sweeper.__main__ import sweep_once
 from redis.asyncio import Redis
 
-from tests.conftest import Tenant, ask_body
+from tests.support.asks import Tenant, ask_body
 
 EXPIRED = "This question has expired; your answer was recorded but the agent went on without it."
 ADA = Responder(channel="telegram", user_id="42", name="Ada")

@@ -17,7 +17,7 @@ from askgate.store.record import Record
 from askgate.store.store import Store
 from redis.asyncio import Redis
 
-from tests.conftest import Tenant, ask_body
+from tests.support.asks import Tenant, ask_body
 
 TG = {"channel": "telegram", "chat_id": "1"}
 SLACK = {"channel": "slack", "channel_id": "C1"}

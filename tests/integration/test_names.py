@@ -8,7 +8,7 @@ from urllib.parse import parse_qsl, urlsplit
 import httpx
 import pytest
 
-from tests.conftest import Tenant, ask_body
+from tests.support.asks import Tenant, ask_body
 
 RULE = "must be 1 to 200 characters of A-Z a-z 0-9 . _ ~ : @ -"
 # The names that were accepted but unusable: a path separator, a line break, the dot

@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 from askgate.domain.signing import operator_link
 
-from tests.conftest import SECRET, Tenant, ask_body
+from tests.support.asks import SECRET, Tenant, ask_body
 
 
 async def asked(client: httpx.AsyncClient, tenant: Tenant, session: str, **extra: Any) -> str:

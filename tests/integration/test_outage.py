@@ -12,7 +12,8 @@ from askgate.dev.redis_server import RedisProcess
 from askgate.store.conn import connect
 from askgate.store.tenants import create_tenant
 
-from tests.conftest import ask_body, make_settings
+from tests.support.asks import ask_body, make_settings
+from tests.support.waiting import eventually
 
 
 @pytest.fixture
@@ -70,17 +71,16 @@ async def test_waiter_survives_redis_restart(outage_stack: Any) -> None:
         client.get(f"/v1/questions/{q['id']}/wait?timeout_s=30", headers=h)
     )
     waiters = client.app.state.waiters
-    while waiters.count == 0:
-        await asyncio.sleep(0.01)
+    await eventually(lambda: waiters.count, "the waiter to park")
     server.stop()
-    while waiters.ready.is_set():
-        await asyncio.sleep(0.05)
+    await eventually(lambda: not waiters.ready.is_set(), "the waiters to see Redis gone")
     server.start()
-    for _ in range(100):
+
+    async def replied() -> httpx.Response | None:
         r = await client.post(f"/v1/questions/{q['id']}/reply", json={"text": "2"}, headers=h)
-        if r.status_code != 503:
-            break
-        await asyncio.sleep(0.1)
+        return None if r.status_code == 503 else r
+
+    r = await eventually(replied, "a reply accepted once Redis is back", 30)
     assert r.status_code == 200
     result = (await asyncio.wait_for(waiter, 20)).json()
     assert result["result"] == {

@@ -24,8 +24,9 @@ from askgate_webhooks.worker import WebhookEnqueuer
 from redis import Redis as SyncRedis
 from redis.asyncio import Redis
 
-from tests.conftest import SECRET, Tenant, ask_body, make_settings
 from tests.integration.http_receiver import Receiver, Reply
+from tests.support.asks import SECRET, Tenant, ask_body, make_settings
+from tests.support.waiting import eventually
 
 PUBLIC = "93.184.216.34"
 LOCAL = "127.0.0.0/8"
@@ -321,20 +322,12 @@ async def text_service(redis_url: str, redis: Redis) -> AsyncIterator[Any]:
         service.use(TextAdapter(service.redis, client))
         await service.start()
         running.append((service, client))
-        await eventually(lambda: redis.exists(keys.channel_live("text")), "the text worker")
+        await eventually(lambda: redis.exists(keys.channel_live("text")), "the text worker", 30)
 
     yield start
     for service, client in running:
         await service.close()
         await client.aclose()
-
-
-async def eventually(check: Callable[[], Any], what: str) -> None:
-    deadline = asyncio.get_running_loop().time() + 30
-    while not await check():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 async def delivery(client: httpx.AsyncClient, tenant: Tenant, qid: str) -> dict[str, Any]:
@@ -344,7 +337,7 @@ async def delivery(client: httpx.AsyncClient, tenant: Tenant, qid: str) -> dict[
         q = (await client.get(f"/v1/questions/{qid}", headers=tenant.headers)).json()
         return q["deliveries"][0]["status"] in ("delivered", "failed")
 
-    await eventually(settled, "the text delivery to settle")
+    await eventually(settled, "the text delivery to settle", 30)
     return dict((await client.get(f"/v1/questions/{qid}", headers=tenant.headers)).json())
 
 
@@ -363,7 +356,7 @@ async def test_text_rebinding_is_refused_at_send_time(
         q = await delivery(client, tenant, r.json()["id"])
         assert receiver.received == []
     assert q["deliveries"][0]["error"] == "refused: address not allowed"
-    await eventually(lambda: _ended(client, tenant, q["id"]), "the question to end")
+    await eventually(lambda: _ended(client, tenant, q["id"]), "the question to end", 30)
 
 
 async def _ended(client: httpx.AsyncClient, tenant: Tenant, qid: str) -> bool:

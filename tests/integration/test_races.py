@@ -22,8 +22,8 @@ from askgate.store.conn import connect
 from askgate.store.store import Store
 from redis.asyncio import Redis
 
-from tests.conftest import Tenant, ask_body
-from tests.integration.test_state import Notifications
+from tests.support.asks import Tenant, ask_body
+from tests.support.notices import Notifications
 
 N = int(os.environ.get("ASKGATE_RACES", "1000"))
 CHUNK = 250  # concurrent operations in flight per step

@@ -29,8 +29,9 @@ from askgate.store.tenants import create_tenant
 from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis import GenerationMode
 
-from tests.conftest import SECRET, ask_body, make_settings, own_database
 from tests.integration.served import Served
+from tests.support.asks import SECRET, ask_body, make_settings
+from tests.support.databases import own_database
 
 EXAMPLES = int(os.environ.get("ASKGATE_FUZZ_EXAMPLES", "12"))
 PUBLIC = "93.184.216.34"

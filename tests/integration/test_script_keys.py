@@ -31,7 +31,7 @@ from redis.asyncio import Redis
 from redis.crc import key_slot
 from redis.exceptions import ResponseError
 
-from tests.conftest import ask_body
+from tests.support.asks import ask_body
 
 TG = {"channel": "telegram", "chat_id": "1"}
 FUTURE_MS = 10**13

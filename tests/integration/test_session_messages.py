@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from tests.conftest import Tenant, ask_body
+from tests.support.asks import Tenant, ask_body
 
 TWO_QUESTIONS = [
     {

@@ -18,7 +18,7 @@ from askgate_sweeper.__main__ import sweep_once, timers_once, watch_once
 from prometheus_client.parser import text_string_to_metric_families
 from redis.asyncio import Redis
 
-from tests.conftest import Tenant, ask_body
+from tests.support.asks import Tenant, ask_body
 
 
 async def ask(store: Store, tenant: Tenant, session: str, **extra: Any) -> Record:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from tests.conftest import Tenant, ask_body
+from tests.support.asks import Tenant, ask_body
 
 
 async def test_ask_answer_result_roundtrip(app_client: httpx.AsyncClient, tenant: Tenant) -> None:

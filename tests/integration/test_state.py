@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import Counter
 from typing import Any
 
@@ -18,7 +17,9 @@ from askgate.store.store import Store
 from askgate_sweeper.__main__ import sweep_once
 from redis.asyncio import Redis
 
-from tests.conftest import Tenant, ask_body
+from tests.support.asks import Tenant, ask_body
+from tests.support.clock import FakeClock
+from tests.support.notices import Notifications
 
 FUTURE_MS = 10**9 * 1000 * 3  # far past any deadline
 
@@ -35,46 +36,6 @@ async def create_many(store: Store, tenant: str, n: int, prefix: str, **extra: A
         assert created
         ids.append(rec.id)
     return ids
-
-
-class Notifications:
-    """Counts result messages per question id on the public result channels."""
-
-    def __init__(self, redis: Redis) -> None:
-        self.redis = redis
-        self.counts: Counter[str] = Counter()
-        self.payloads: dict[str, bytes] = {}
-        self._task: asyncio.Task[None] | None = None
-
-    async def __aenter__(self) -> Notifications:
-        self.pubsub = self.redis.pubsub()
-        await self.pubsub.psubscribe(keys.RESULT_PATTERN)
-        await self.pubsub.get_message(timeout=1.0)  # the subscribe confirmation
-        self._task = asyncio.create_task(self._run())
-        return self
-
-    async def _run(self) -> None:
-        while True:
-            msg = await self.pubsub.get_message(timeout=1.0)
-            if msg and msg["type"] == "pmessage":
-                qid = msg["channel"].decode().rsplit(":", 1)[1]
-                self.counts[qid] += 1
-                self.payloads[qid] = msg["data"]
-
-    async def settle(self, expected: int) -> None:
-        for _ in range(500):
-            if sum(self.counts.values()) >= expected:
-                break
-            await asyncio.sleep(0.02)
-        await asyncio.sleep(0.2)  # anything extra would arrive now
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._task is not None
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-        await self.pubsub.aclose()
-        await self.redis.aclose()
 
 
 async def test_answer_vs_expiry_races(
@@ -147,10 +108,13 @@ async def test_sweeper_expires_overdue_once(
     store = Store(redis, settings.model_copy(update={"sweep_batch": 50}))
     due = await create_many(store, tenant.id, 300, "sw", timeoutSeconds=1)
     keep = await create_many(store, tenant.id, 5, "keep", timeoutSeconds=600)
-    await asyncio.sleep(1.05)  # the 1 s questions are now overdue; the 600 s ones are not
+    last_due = await store.load(due[-1])
+    assert last_due is not None
+    # The sweep runs when the 1 s questions are overdue and the 600 s ones are not.
+    at = FakeClock().past(last_due.expires_ms)
     replicas = [Store(connect(redis_url), store.settings) for _ in range(2)]
     async with Notifications(connect(redis_url)) as notes:
-        counts = await asyncio.gather(*(sweep_once(r) for r in replicas))
+        counts = await asyncio.gather(*(sweep_once(r, now=at) for r in replicas))
         await notes.settle(len(due))
     assert sum(counts) == len(due)
     assert set(notes.counts) == set(due) and set(notes.counts.values()) == {1}
@@ -160,7 +124,7 @@ async def test_sweeper_expires_overdue_once(
     rec = await store.load(due[0])
     assert rec is not None and (rec.status, rec.reason) == ("no_answer", "timeout")
     # Quota entries are scored by the deadline: the expired ones no longer count.
-    assert await redis.zcount(keys.tenant_pending(tenant.id), now_ms(), "+inf") == len(keep)
+    assert await redis.zcount(keys.tenant_pending(tenant.id), at, "+inf") == len(keep)
     for r in replicas:
         await r.redis.aclose()
 

@@ -12,7 +12,7 @@ from askgate_sweeper.__main__ import sweep_once, watch_once
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError
 
-from tests.conftest import Tenant, ask_body
+from tests.support.asks import Tenant, ask_body
 
 FUTURE_MS = 10**13
 

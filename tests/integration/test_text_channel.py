@@ -4,12 +4,8 @@ API's session messages."""
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
-import time
-from collections.abc import Awaitable, Callable
-from typing import Any
 
 import httpx
 import pytest
@@ -17,9 +13,10 @@ from askgate.settings import Settings
 from askgate.store import keys
 from redis.asyncio import Redis
 
-from tests.conftest import Tenant, ask_body, make_settings
 from tests.integration.conftest import LOCAL, StartWorker
 from tests.integration.http_receiver import Receiver, Reply
+from tests.support.asks import Tenant, ask_body, make_settings, question
+from tests.support.waiting import eventually
 
 TWO_QUESTIONS = [
     {
@@ -41,20 +38,6 @@ TWO_QUESTIONS = [
 def settings(redis_url: str) -> Settings:
     """The API's settings with the local platform's range opened."""
     return make_settings(redis_url, outbound_allow=LOCAL)
-
-
-async def question(client: httpx.AsyncClient, tenant: Tenant, qid: str) -> dict[str, Any]:
-    r = await client.get(f"/v1/questions/{qid}", headers=tenant.headers)
-    return dict(r.json())
-
-
-async def until(check: Callable[[], Awaitable[bool]], what: str) -> None:
-    """Waits (bounded) for check() to hold; a condition, not a timing assertion."""
-    deadline = time.monotonic() + 30
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 def verify(secret: str, headers: dict[str, str], body: bytes) -> bool:
@@ -86,7 +69,7 @@ async def test_round_trip_with_partial_reply_and_summary(
     assert "1. [Deploy] Where should I deploy this build?" in sent["text"]
     assert "   2) Production" in sent["text"]
     assert "one line per question" in sent["text"]
-    await until(lambda: _delivered(app_client, tenant, qid), "delivered")
+    await eventually(lambda: _delivered(app_client, tenant, qid), "delivered", 30)
 
     r = await app_client.post(
         "/v1/sessions/chat-1/messages", json={"text": "2"}, headers=tenant.headers
@@ -127,7 +110,7 @@ async def test_prompt_is_in_the_ask_locale(
     qid = (await app_client.post("/v1/questions", json=body, headers=tenant.headers)).json()["id"]
     (prompt,) = await receiver.wait_for(1)
     assert prompt.json()["locale"] == "tr" and "'atla'" in prompt.json()["text"]
-    await until(lambda: _delivered(app_client, tenant, qid), "delivered")
+    await eventually(lambda: _delivered(app_client, tenant, qid), "delivered", 30)
     await app_client.post(f"/v1/questions/{qid}/skip", headers=tenant.headers)
     _, summary = await receiver.wait_for(2)
     assert summary.json()["text"] == "Atlandı"
@@ -142,7 +125,7 @@ async def test_server_errors_are_retried(
         body = ask_body(targets=[{"channel": "text", "url": receiver.url}])
         r = await app_client.post("/v1/questions", json=body, headers=tenant.headers)
         qid = r.json()["id"]
-        await until(lambda: _delivered(app_client, tenant, qid), "delivered")
+        await eventually(lambda: _delivered(app_client, tenant, qid), "delivered", 30)
         assert len(receiver.received) == 3
     assert (await question(app_client, tenant, qid))["status"] == "pending"
 
@@ -157,7 +140,7 @@ async def test_unacked_entry_is_retried_later(
         qid = (await app_client.post("/v1/questions", json=body, headers=tenant.headers)).json()[
             "id"
         ]
-        await until(lambda: _delivered(app_client, tenant, qid), "delivered")
+        await eventually(lambda: _delivered(app_client, tenant, qid), "delivered", 30)
         assert len(receiver.received) == 2
 
 
@@ -175,7 +158,7 @@ async def test_client_error_fails_the_delivery(
         async def ended() -> bool:
             return bool((await question(app_client, tenant, qid))["status"] != "pending")
 
-        await until(ended, "the question to end")
+        await eventually(ended, "the question to end", 30)
         assert len(receiver.received) == 1
     q = await question(app_client, tenant, qid)
     assert (q["status"], q["reason"], q["result"]) == (
@@ -197,7 +180,7 @@ async def test_reprocessed_event_posts_once(
     await text_worker()
     body = ask_body(targets=[{"channel": "text", "url": receiver.url}])
     qid = (await app_client.post("/v1/questions", json=body, headers=tenant.headers)).json()["id"]
-    await until(lambda: _delivered(app_client, tenant, qid), "delivered")
+    await eventually(lambda: _delivered(app_client, tenant, qid), "delivered", 30)
     stream = keys.events(keys.shard_of(qid), "text")
     again = (await redis.xadd(stream, {"type": "question.created", "id": qid})).decode()
 
@@ -206,5 +189,5 @@ async def test_reprocessed_event_posts_once(
         group = groups[keys.group("text")]
         return bool(group["last-delivered-id"].decode() == again and group["pending"] == 0)
 
-    await until(acked, "the duplicate entry to be handled")
+    await eventually(acked, "the duplicate entry to be handled", 30)
     assert len(receiver.received) == 1

@@ -11,11 +11,11 @@ from askgate.settings import Settings
 from askgate.store import keys
 from redis.asyncio import Redis
 
-from tests.conftest import Tenant, ask_body, make_settings
 from tests.integration.conftest import LOCAL, StartWorker
 from tests.integration.http_receiver import Receiver, Reply
-from tests.integration.test_text_channel import question, until
+from tests.support.asks import Tenant, ask_body, make_settings, question
 from tests.support.timers import created_ms, fire_timers
+from tests.support.waiting import eventually
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ async def test_a_reminder_is_posted_once_per_number(
         timeoutSeconds=900,
         remind={"every_s": 300, "max": 2},
     )
-    await until(lambda: delivered(app_client, tenant, q["id"]), "delivered")
+    await eventually(lambda: delivered(app_client, tenant, q["id"]), "delivered", 30)
     await fire_timers(redis, created_ms(q) + 300_000)
     _, reminder = await receiver.wait_for(2)
     assert reminder.json() == {
@@ -84,7 +84,7 @@ async def test_a_reminder_is_posted_once_per_number(
         group = groups[keys.group("text")]
         return bool(group["last-delivered-id"].decode() == again and group["pending"] == 0)
 
-    await until(handled, "the replayed entry")
+    await eventually(handled, "the replayed entry", 30)
     assert len(receiver.received) == 2
     assert (await question(app_client, tenant, q["id"]))["remind"]["sent"] == 1
     metrics = (await app_client.get("/metrics")).text
@@ -110,7 +110,7 @@ async def test_a_failed_target_gets_no_reminder(
                 {"channel": "text", "url": receiver.url},
             ],
         )
-        await until(lambda: delivered(app_client, tenant, q["id"], 1), "delivered")
+        await eventually(lambda: delivered(app_client, tenant, q["id"], 1), "delivered", 30)
         await fire_timers(redis, created_ms(q) + 60_000)
         await receiver.wait_for(2)
         assert len(gone.received) == 1
@@ -138,7 +138,7 @@ async def test_a_step_shows_the_question_and_its_end(
         (prompt,) = await on_call.wait_for(1)
         assert prompt.json()["type"] == "question"
         assert prompt.headers["x-askgate-delivery"] == f"{q['id']}:1:question"
-        await until(lambda: delivered(app_client, tenant, q["id"], 1), "delivered")
+        await eventually(lambda: delivered(app_client, tenant, q["id"], 1), "delivered", 30)
         await app_client.post(
             "/v1/sessions/s1/messages", json={"text": "2"}, headers=tenant.headers
         )
@@ -176,11 +176,11 @@ async def test_a_step_that_fails_is_recorded_and_the_next_runs(
             d = (await question(app_client, tenant, q["id"]))["deliveries"][i]
             return bool(d["status"] == "failed")
 
-        await until(lambda: failed(1), "step 1's target failed")
+        await eventually(lambda: failed(1), "step 1's target failed", 30)
         res = await question(app_client, tenant, q["id"])
         assert res["status"] == "pending"
         assert [s["started_at"] is not None for s in res["escalation"]] == [True, False]
         await fire_timers(redis, created_ms(q) + 600_000)
         await third.wait_for(1)
-        await until(lambda: delivered(app_client, tenant, q["id"], 2), "step 2 shown")
+        await eventually(lambda: delivered(app_client, tenant, q["id"], 2), "step 2 shown", 30)
         assert (await question(app_client, tenant, q["id"]))["status"] == "pending"

@@ -15,7 +15,7 @@ from askgate.store.store import Store
 from askgate_web.feed import Change, PageFeed
 from redis.asyncio import Redis
 
-from tests.conftest import ask_body
+from tests.support.asks import ask_body
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from askgate.store.store import Store
 from askgate_sweeper.__main__ import sweep_once
 from redis.asyncio import Redis
 
-from tests.conftest import Tenant, ask_body
+from tests.support.asks import Tenant, ask_body
 
 
 async def test_a_page_answer_after_the_timeout_is_kept_as_late(

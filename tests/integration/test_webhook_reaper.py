@@ -26,8 +26,8 @@ from redis.asyncio import Redis
 from rq import Queue
 from rq.job import Job, JobStatus
 
-from tests.conftest import Tenant, ask_body, make_settings
 from tests.integration.http_receiver import Receiver
+from tests.support.asks import Tenant, ask_body, make_settings
 
 LOCAL = "127.0.0.0/8"
 

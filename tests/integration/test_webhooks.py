@@ -27,8 +27,9 @@ from redis import Redis as SyncRedis
 from redis.asyncio import Redis
 from rq import Queue
 
-from tests.conftest import Tenant, ask_body, make_settings
 from tests.integration.http_receiver import Receiver, Reply
+from tests.support.asks import Tenant, ask_body, make_settings
+from tests.support.waiting import eventually
 
 # The receivers listen on 127.0.0.1, which the outbound policy refuses unless opened.
 LOCAL = "127.0.0.0/8"
@@ -93,13 +94,12 @@ async def ask_and_answer(client: httpx.AsyncClient, tenant: Tenant, url: str) ->
 
 async def settled_webhook(client: httpx.AsyncClient, tenant: Tenant, qid: str) -> dict[str, Any]:
     """The question's `webhook` once it is delivered or failed (bounded wait)."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+
+    async def settled() -> dict[str, Any] | None:
         hook = (await client.get(f"/v1/questions/{qid}", headers=tenant.headers)).json()["webhook"]
-        if hook and hook["status"] != "pending":
-            return dict(hook)
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"webhook of {qid} did not settle")
+        return dict(hook) if hook and hook["status"] != "pending" else None
+
+    return dict(await eventually(settled, f"the webhook of {qid} to settle", 30))
 
 
 def verify(secret: str, headers: dict[str, str], body: bytes) -> bool:
@@ -320,7 +320,4 @@ async def test_a_late_answer_is_posted_as_its_own_event(
         hook = q["late_answers"][0]["webhook"]
         return bool(hook and hook["status"] == "delivered")
 
-    deadline = time.monotonic() + 30
-    while not await delivered():
-        assert time.monotonic() < deadline, "the late answer's delivery was not recorded"
-        await asyncio.sleep(0.05)
+    await eventually(delivered, "the late answer's delivery to be recorded", 30)

@@ -10,7 +10,7 @@ from askgate.store.store import Store
 from askgate_sweeper.__main__ import timers_once
 from redis.asyncio import Redis
 
-from tests.conftest import SECRET
+from tests.support.asks import SECRET
 
 
 async def fire_timers(redis: Redis, at_ms: int, **overrides: Any) -> int:

@@ -10,7 +10,7 @@ from askgate.domain.models import QuestionCreate, Remind, validation_message
 from askgate.store.timers import Timer, TimerKind, plan
 from pydantic import ValidationError
 
-from tests.conftest import ask_body
+from tests.support.asks import ask_body
 
 TG = {"channel": "telegram", "chat_id": "1"}
 

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from tests.conftest import ask_body
+from tests.support.asks import ask_body
 
 GRAPHEME = regex.compile(r"\X")
 

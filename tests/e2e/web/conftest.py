@@ -24,7 +24,7 @@ from askgate.dev.redis_server import free_port
 from askgate.settings import Settings
 from playwright.async_api import Browser, Page, ViewportSize, async_playwright
 
-from tests.conftest import SECRET, make_settings
+from tests.support.asks import SECRET, make_settings
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -211,7 +211,7 @@ MULTI_ASK: list[dict[str, Any]] = [
 
 async def ask(client: httpx.AsyncClient, headers: dict[str, str], **body: Any) -> dict[str, Any]:
     """Ask through the real API; returns the question resource (with its web_url)."""
-    from tests.conftest import ask_body
+    from tests.support.asks import ask_body
 
     r = await client.post("/v1/questions", json=ask_body(**body), headers=headers)
     assert r.status_code == 201, r.text

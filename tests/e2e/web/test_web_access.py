@@ -9,8 +9,8 @@ import httpx
 from askgate.domain.signing import session_link_sig
 from playwright.async_api import Page, expect
 
-from tests.conftest import SECRET, Tenant
 from tests.e2e.web.conftest import MULTI_ASK, Shot, WebProcess, ask, wait_final
+from tests.support.asks import SECRET, Tenant
 
 REFUSED = "This link is invalid or has expired. Ask the agent for a new one."
 

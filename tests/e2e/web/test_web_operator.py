@@ -7,8 +7,8 @@ import httpx
 from askgate.domain.signing import operator_link
 from playwright.async_api import Page, expect
 
-from tests.conftest import SECRET, Tenant
 from tests.e2e.web.conftest import WebProcess, ask
+from tests.support.asks import SECRET, Tenant
 
 
 async def test_questions_come_and_go_live(

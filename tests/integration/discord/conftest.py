@@ -22,8 +22,8 @@ from askgate_discord.service import DiscordService
 from nacl.signing import SigningKey
 from redis.asyncio import Redis
 
-from tests.conftest import SECRET, Tenant, ask_body
 from tests.integration.discord.fake_discord import FakeDiscord, Msg
+from tests.support.asks import SECRET, Tenant, ask_body
 from tests.support.waiting import eventually
 
 TOKEN = "bot-token-for-tests"

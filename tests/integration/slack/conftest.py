@@ -9,7 +9,7 @@ Slack signs them.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlencode
 
@@ -20,28 +20,18 @@ from askgate.store.tenants import set_channel_config
 from askgate_slack.config import SlackSettings
 from askgate_slack.service import SlackService
 from redis.asyncio import Redis
-from slack_sdk.signature import Clock, SignatureVerifier
+from slack_sdk.signature import SignatureVerifier
 
-from tests.conftest import SECRET, Tenant, ask_body
 from tests.integration.slack.fake_slack import APP_TOKEN, TOKEN, FakeSlack, Msg
-from tests.support.waiting import eventually as support_eventually
+from tests.support.asks import SECRET, Tenant, ask_body
+from tests.support.clock import FakeClock
+from tests.support.waiting import eventually
 
 SIGNING_SECRET = "signing-secret-0123456789abcdef"
 ROOM = "C0ROOM"  # a shared channel
 DM = "D0ADA"  # Ada's direct messages with the bot
 ADA = "U0ADA"  # allowed
 BOB = "U0BOB"  # not on the tenant's allow-list
-WAIT_S = 10.0
-
-
-class SetClock(Clock):
-    """The signature check's clock: real time unless a test sets it."""
-
-    def __init__(self) -> None:
-        self.at: float | None = None
-
-    def now(self) -> float:
-        return self.at if self.at is not None else time.time()
 
 
 def slack_settings(redis_url: str, api: str, **overrides: Any) -> SlackSettings:
@@ -61,13 +51,6 @@ def slack_settings(redis_url: str, api: str, **overrides: Any) -> SlackSettings:
     return SlackSettings(**values)
 
 
-async def eventually(
-    check: Callable[[], Awaitable[Any] | Any], what: str, wait_s: float = WAIT_S
-) -> Any:
-    """Poll `check` until it returns something truthy; fail naming `what` after wait_s."""
-    return await support_eventually(check, what, wait_s)
-
-
 def signed(body: bytes, *, at: float | None = None, secret: str = SIGNING_SECRET) -> dict[str, str]:
     ts = str(int(at if at is not None else time.time()))
     signature = SignatureVerifier(secret).generate_signature(timestamp=ts, body=body)
@@ -83,7 +66,7 @@ class Harness:
         tenant: Tenant,
         api: httpx.AsyncClient,
         redis: Redis,
-        clock: SetClock,
+        clock: FakeClock,
     ) -> None:
         self.fake = fake
         self.service = service
@@ -211,7 +194,7 @@ async def sl(
     fake: FakeSlack,
 ) -> AsyncIterator[Harness]:
     await configure(redis, tenant)
-    clock = SetClock()
+    clock = FakeClock()
     service = SlackService(slack_settings(redis_url, fake.api), clock=clock)
     await service.start()
     harness = Harness(fake, service, tenant, app_client, redis, clock)

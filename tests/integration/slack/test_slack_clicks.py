@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tests.integration.slack.conftest import ADA, BOB, DM, ROOM, Harness, eventually
+from tests.integration.slack.conftest import ADA, BOB, DM, ROOM, Harness
+from tests.support.waiting import eventually
 
 
 async def test_click_gives_the_agent_the_exact_result(sl: Harness) -> None:

@@ -6,7 +6,8 @@ import pytest
 from askgate.domain.i18n import t
 from askgate.store import keys
 
-from tests.integration.slack.conftest import ADA, ROOM, Harness, eventually
+from tests.integration.slack.conftest import ADA, ROOM, Harness
+from tests.support.waiting import eventually
 
 OTHER = "C0OTHER"
 

@@ -7,30 +7,9 @@ from typing import Any
 
 import pytest
 
-from tests.integration.slack.conftest import ADA, BOB, Harness, eventually
-
-AREAS = {
-    "id": "areas",
-    "header": "Areas",
-    "question": "Which areas changed?",
-    "multiSelect": True,
-    "options": [{"label": "Auth"}, {"label": "Billing"}, {"label": "Search"}],
-}
-THREE = [
-    {
-        "id": "deploy_target",
-        "header": "Deploy",
-        "question": "Where?",
-        "options": [{"label": "Staging (Recommended)"}, {"label": "Production"}],
-    },
-    AREAS,
-    {
-        "id": "notify",
-        "header": "Notify",
-        "question": "Tell the team?",
-        "options": [{"label": "Yes"}, {"label": "No"}],
-    },
-]
+from tests.integration.slack.conftest import ADA, BOB, Harness
+from tests.support.questions import AREAS, DEPLOY_AREAS_NOTIFY
+from tests.support.waiting import eventually
 
 
 async def open_modal(
@@ -120,7 +99,7 @@ async def test_ticked_options_and_modal_text_answer_together(sl: Harness) -> Non
 
 async def test_three_questions_are_one_message_with_one_submit(sl: Harness) -> None:
     """Three questions: radio buttons or checkboxes per question and a single Submit."""
-    await sl.ask(questions=THREE)
+    await sl.ask(questions=DEPLOY_AREAS_NOTIFY)
     prompt = await sl.prompt()
     kinds = [e["type"] for e in prompt.actions]
     assert kinds == ["radio_buttons", "checkboxes", "radio_buttons", "button", "button"]
@@ -129,7 +108,7 @@ async def test_three_questions_are_one_message_with_one_submit(sl: Harness) -> N
 
 async def test_three_questions_submitted_give_every_answer(sl: Harness) -> None:
     """Submit with a choice for each question answers all three at once."""
-    q = await sl.ask(questions=THREE)
+    q = await sl.ask(questions=DEPLOY_AREAS_NOTIFY)
     prompt = await sl.prompt()
     await sl.interact(sl.fake.click(prompt, "d", ADA, {"q0": [1], "q1": [0, 1], "q2": [0]}))
     body = await sl.wait_result(q["id"])
@@ -145,7 +124,7 @@ async def test_three_questions_submitted_give_every_answer(sl: Harness) -> None:
 
 async def test_three_questions_partly_submitted_name_what_is_missing(sl: Harness) -> None:
     """Submit with a question left open is told which one; nothing is stored."""
-    q = await sl.ask(questions=THREE)
+    q = await sl.ask(questions=DEPLOY_AREAS_NOTIFY)
     prompt = await sl.prompt()
     await sl.interact(sl.fake.click(prompt, "d", ADA, {"q0": [0], "q1": [2]}))
     told = await sl.told(ADA)
@@ -161,6 +140,6 @@ async def test_controls_speak_the_ask_locale(
     sl: Harness, locale: str, submit: str, skip: str
 ) -> None:
     """Button texts follow the ask's locale."""
-    await sl.ask(questions=THREE, locale=locale)
+    await sl.ask(questions=DEPLOY_AREAS_NOTIFY, locale=locale)
     prompt = await sl.prompt()
     assert [e["text"]["text"] for e in prompt.actions if e["type"] == "button"] == [submit, skip]

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from tests.integration.slack.conftest import ADA, ROOM, Harness, eventually
+from tests.integration.slack.conftest import ADA, ROOM, Harness
 from tests.support.timers import created_ms, fire_timers
+from tests.support.waiting import eventually
 
 
 async def test_a_reminder_is_a_reply_in_the_prompts_thread(sl: Harness) -> None:

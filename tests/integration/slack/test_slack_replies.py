@@ -4,7 +4,7 @@ replies corrected in the thread, Slack's event retries handled once."""
 from __future__ import annotations
 
 from tests.integration.slack.conftest import ADA, BOB, DM, ROOM, Harness
-from tests.integration.slack.test_slack_forms import THREE
+from tests.support.questions import DEPLOY_AREAS_NOTIFY
 
 
 async def test_thread_reply_answers_the_prompt(sl: Harness) -> None:
@@ -20,7 +20,7 @@ async def test_thread_reply_answers_the_prompt(sl: Harness) -> None:
 
 async def test_partial_thread_reply_gets_the_correction_in_the_thread(sl: Harness) -> None:
     """Two lines for three questions: the thread is told what is missing; still pending."""
-    q = await sl.ask(questions=THREE)
+    q = await sl.ask(questions=DEPLOY_AREAS_NOTIFY)
     prompt = await sl.prompt()
     await sl.event(sl.fake.message(ROOM, ADA, "1\n1,3", thread_ts=prompt.ts))
     correction = (await sl.said(ROOM, prompt.ts))[0]
@@ -30,7 +30,7 @@ async def test_partial_thread_reply_gets_the_correction_in_the_thread(sl: Harnes
 
 async def test_completed_thread_reply_after_correction_answers(sl: Harness) -> None:
     """After the correction, a full reply in the same thread answers all three."""
-    q = await sl.ask(questions=THREE)
+    q = await sl.ask(questions=DEPLOY_AREAS_NOTIFY)
     prompt = await sl.prompt()
     await sl.event(sl.fake.message(ROOM, ADA, "1\n1,3", thread_ts=prompt.ts))
     await sl.said(ROOM, prompt.ts)
@@ -82,7 +82,7 @@ async def test_refused_thread_reply_is_told_privately(sl: Harness) -> None:
 
 async def test_retried_event_is_handled_once(sl: Harness) -> None:
     """Slack's retry of an event (X-Slack-Retry-Num, same event_id) changes nothing."""
-    q = await sl.ask(questions=THREE)
+    q = await sl.ask(questions=DEPLOY_AREAS_NOTIFY)
     prompt = await sl.prompt()
     event = sl.fake.message(ROOM, ADA, "1", thread_ts=prompt.ts)
     assert (await sl.event(event)).status_code == 200

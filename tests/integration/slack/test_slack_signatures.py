@@ -4,9 +4,8 @@ nothing."""
 
 from __future__ import annotations
 
-import time
-
 import orjson
+from askgate.domain.timeutil import now_ms
 
 from tests.integration.slack.conftest import ADA, Harness, signed
 
@@ -25,7 +24,8 @@ async def test_stale_timestamp_is_401_and_changes_nothing(sl: Harness) -> None:
     """A correctly signed click more than five minutes old (a replay) is refused."""
     q = await sl.ask()
     prompt = await sl.prompt()
-    sl.clock.at = time.time() + 301
+    # The fake signs with the real time: the service's clock is over five minutes past it.
+    sl.clock.past(now_ms() + 310_000)
     r = await sl.interact(sl.fake.click(prompt, "o0", ADA))
     assert r.status_code == 401
     assert (await sl.question(q["id"]))["status"] == "pending"
@@ -35,7 +35,7 @@ async def test_timestamp_within_the_window_is_accepted(sl: Harness) -> None:
     """A signature four minutes old still counts (Slack's clock may drift)."""
     q = await sl.ask()
     prompt = await sl.prompt()
-    sl.clock.at = time.time() + 240
+    sl.clock.past(now_ms() + 240_000)  # the signature is four minutes old to the service
     assert (await sl.interact(sl.fake.click(prompt, "o0", ADA))).status_code == 200
     assert (await sl.wait_result(q["id"]))["status"] == "answered"
 

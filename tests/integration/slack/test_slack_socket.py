@@ -11,19 +11,19 @@ import pytest
 from askgate_slack.service import SlackService
 from redis.asyncio import Redis
 
-from tests.conftest import Tenant
 from tests.integration.slack.conftest import (
     ADA,
     APP_TOKEN,
     BOB,
     ROOM,
     Harness,
-    SetClock,
     configure,
-    eventually,
     slack_settings,
 )
 from tests.integration.slack.fake_slack import FakeSlack
+from tests.support.asks import Tenant
+from tests.support.clock import FakeClock
+from tests.support.waiting import eventually
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ async def sock(
     service = SlackService(slack_settings(redis_url, fake.api, slack_mode="socket"))
     await service.start()
     await eventually(lambda: any(not ws.closed for ws in fake.sockets), "a Socket Mode link")
-    harness = Harness(fake, service, tenant, app_client, redis, SetClock())
+    harness = Harness(fake, service, tenant, app_client, redis, FakeClock())
     yield harness
     await harness.http.aclose()
     await service.close()

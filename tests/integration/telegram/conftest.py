@@ -7,7 +7,7 @@ its real webhook handler the way Telegram would.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -17,9 +17,9 @@ from askgate_telegram.config import TelegramSettings
 from askgate_telegram.service import TelegramService
 from redis.asyncio import Redis
 
-from tests.conftest import SECRET, Tenant, ask_body
 from tests.integration.telegram.fake_bot_api import FakeBotAPI, Msg
-from tests.support.waiting import eventually as support_eventually
+from tests.support.asks import SECRET, Tenant, ask_body
+from tests.support.waiting import eventually
 
 TOKEN = "123456:TEST-token-abcdefghijklmnopqrstuvwxyz"
 WEBHOOK_SECRET = "hook-secret-0123456789"
@@ -27,7 +27,6 @@ PRIVATE = 4242  # a private chat with ADA
 GROUP = -100777  # a group chat
 ADA = {"id": 4242, "is_bot": False, "first_name": "Ada", "username": "ada"}
 BOB = {"id": 5151, "is_bot": False, "first_name": "Bob"}
-WAIT_S = 10.0
 
 
 def tg_settings(redis_url: str, api_base: str, **overrides: Any) -> TelegramSettings:
@@ -44,13 +43,6 @@ def tg_settings(redis_url: str, api_base: str, **overrides: Any) -> TelegramSett
         **overrides,
     }
     return TelegramSettings(**values)
-
-
-async def eventually(
-    check: Callable[[], Awaitable[Any] | Any], what: str, wait_s: float = WAIT_S
-) -> Any:
-    """Poll `check` until it returns something truthy; fail naming `what` after wait_s."""
-    return await support_eventually(check, what, wait_s)
 
 
 class Harness:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from askgate_telegram.service import TelegramService
 
-from tests.integration.telegram.conftest import ADA, Harness, eventually, tg_settings
+from tests.integration.telegram.conftest import ADA, Harness, tg_settings
 from tests.integration.telegram.fake_bot_api import FakeBotAPI
+from tests.support.waiting import eventually
 
 
 async def test_html_502_on_send_is_retried_into_one_prompt(tg: Harness) -> None:

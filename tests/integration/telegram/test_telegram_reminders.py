@@ -4,8 +4,9 @@ and the answer there ends it everywhere."""
 
 from __future__ import annotations
 
-from tests.integration.telegram.conftest import ADA, GROUP, PRIVATE, Harness, eventually
+from tests.integration.telegram.conftest import ADA, GROUP, PRIVATE, Harness
 from tests.support.timers import created_ms, fire_timers
+from tests.support.waiting import eventually
 
 
 async def test_a_reminder_replies_to_the_prompt(tg: Harness) -> None:

@@ -3,35 +3,10 @@
 from __future__ import annotations
 
 import time
-from typing import Any
 
-from tests.integration.telegram.conftest import ADA, BOB, GROUP, PRIVATE, Harness, eventually
-
-THREE: list[dict[str, Any]] = [
-    {
-        "id": "env",
-        "header": "Env",
-        "question": "Which environment?",
-        "options": [{"label": "Staging"}, {"label": "Production"}],
-    },
-    {
-        "id": "areas",
-        "header": "Areas",
-        "question": "Which areas changed?",
-        "options": [{"label": "Auth"}, {"label": "Billing"}, {"label": "Search"}],
-        "multiSelect": True,
-    },
-    {
-        "id": "notify",
-        "header": "Notify",
-        "question": "Who should be told?",
-        "options": [{"label": "Team"}, {"label": "Nobody"}],
-    },
-]
-
-
-def answers(body: dict[str, Any]) -> dict[str, list[str]]:
-    return dict(body["result"]["answers"]["answers"])
+from tests.integration.telegram.conftest import ADA, BOB, GROUP, PRIVATE, Harness
+from tests.support.questions import THREE, answers
+from tests.support.waiting import eventually
 
 
 async def test_other_asks_for_free_text_with_force_reply(tg: Harness) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tests.integration.telegram.conftest import ADA, PRIVATE, Harness
 from tests.integration.telegram.fake_bot_api import Msg
-from tests.integration.telegram.test_telegram_replies import THREE, answers
+from tests.support.questions import THREE, answers
 
 
 def button(prompt: Msg, data_end: str) -> str:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tests.integration.telegram.conftest import ADA, BOB, GROUP, Harness, eventually
+from tests.integration.telegram.conftest import ADA, BOB, GROUP, Harness
+from tests.support.clock import FakeClock
 
 
 async def test_tap_gives_the_agent_the_exact_result(tg: Harness) -> None:
@@ -112,12 +113,9 @@ async def test_timeout_edits_prompt_to_expired(tg: Harness) -> None:
     q = await tg.ask(timeoutSeconds=1)
     prompt = await tg.prompt()
     store = tg.api.app.state.store  # type: ignore[attr-defined]
-
-    async def expired() -> bool:
-        await sweep_once(store)
-        return bool((await tg.question(q["id"]))["reason"] == "timeout")
-
-    await eventually(expired, "the sweeper to expire the question")
+    rec = await store.load(q["id"])
+    await sweep_once(store, now=FakeClock().past(rec.expires_ms))
+    assert (await tg.question(q["id"]))["reason"] == "timeout"
     assert await tg.summary(prompt) == "Expired"
 
 
@@ -130,12 +128,9 @@ async def test_tap_after_expiry_is_kept_as_a_late_answer(tg: Harness) -> None:
     prompt = await tg.prompt()
     data = prompt.buttons[0][0]["callback_data"]
     store = tg.api.app.state.store  # type: ignore[attr-defined]
-
-    async def expired() -> bool:
-        await sweep_once(store)
-        return bool((await tg.question(q["id"]))["reason"] == "timeout")
-
-    await eventually(expired, "the sweeper to expire the question")
+    rec = await store.load(q["id"])
+    await sweep_once(store, now=FakeClock().past(rec.expires_ms))
+    assert (await tg.question(q["id"]))["reason"] == "timeout"
     await tg.post(tg.fake.tap(prompt, data, ADA))
     assert tg.fake.sent("answerCallbackQuery")[0].params.get("text") == (
         "This question has expired; your answer was recorded but the agent went on without it."

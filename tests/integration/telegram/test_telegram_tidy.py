@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.integration.telegram.conftest import ADA, BOB, GROUP, PRIVATE, Harness, eventually
-from tests.integration.telegram.test_telegram_replies import THREE, answers
+from tests.integration.telegram.conftest import ADA, BOB, GROUP, PRIVATE, Harness
+from tests.support.questions import THREE, answers
+from tests.support.waiting import eventually
 
 REGION = {
     "id": "region",
