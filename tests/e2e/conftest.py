@@ -1,4 +1,4 @@
-"""Fixtures for tests that run askgate services as real processes (tests/processes.py).
+"""Fixtures for tests that run askgate services as real processes (tests/support/processes.py).
 
 `api_server` is one API process shared by the whole session (tests that leave it
 running), on the worker's shared database (emptied before each of its tests);
@@ -15,7 +15,7 @@ import httpx
 import pytest
 from redis.asyncio import Redis
 
-from tests.processes import ApiProcess
+from tests.support.processes import ApiProcess
 from tests.support.waiting import eventually
 
 

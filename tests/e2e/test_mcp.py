@@ -18,8 +18,8 @@ from mcp import Client, StdioServerParameters
 from mcp_types import CallToolResult, TextContent
 
 from tests.e2e.conftest import answer_production, pending_question
-from tests.processes import ApiProcess
 from tests.support.asks import Tenant, ask_body
+from tests.support.processes import ApiProcess
 from tests.support.waiting import eventually
 
 SEED_INPUT = {k: v for k, v in ask_body().items() if k in ("questions", "timeoutSeconds")}

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.processes import ApiProcess
 from tests.support.asks import ask_body
+from tests.support.processes import ApiProcess
 
 
 def _env(redis_url: str, **extra: str) -> dict[str, str]:

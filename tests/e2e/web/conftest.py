@@ -7,24 +7,18 @@ Set ASKGATE_SCREENSHOTS=docs/screenshots to refresh the README's screenshots.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import subprocess
-import sys
-import tempfile
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from askgate.dev.redis_server import free_port
 from askgate.settings import Settings
 from playwright.async_api import Browser, Page, ViewportSize, async_playwright
 
-from tests.support.asks import SECRET, make_settings
+from tests.support.asks import make_settings
+from tests.support.processes import WebProcess
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -37,65 +31,6 @@ CHROMIUM_ARGS = [
 ]
 DESKTOP: ViewportSize = {"width": 900, "height": 640}
 PHONE: ViewportSize = {"width": 375, "height": 667}
-
-
-class WebProcess:
-    """`python -m askgate_web` as a child process on a free port."""
-
-    def __init__(self, redis_url: str) -> None:
-        self.port = free_port()
-        self.env = {
-            "REDIS_URL": redis_url,
-            "ASKGATE_SECRET_KEY": SECRET,
-            "ASKGATE_WEB_PORT": str(self.port),
-            "ASKGATE_WEB_BASE_URL": self.url,
-            "ASKGATE_INSTANCE": f"web-test-{self.port}",
-            "ASKGATE_LOG_LEVEL": "warning",
-        }
-        self.log_path = Path(tempfile.mkdtemp(prefix="askgate-web-")) / "web.log"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self, timeout_s: float = 30.0) -> WebProcess:
-        """Start it and return once /readyz says the event reader is running."""
-        with self.log_path.open("ab") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "askgate_web"],
-                env={**os.environ, **self.env},
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline and self.proc.poll() is None:
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(self.url + "/readyz", timeout=1.0).status_code == 200:
-                    return self
-            time.sleep(0.05)
-        self.stop()
-        raise RuntimeError(f"askgate web did not start on {self.url}:\n{self.log_tail()}")
-
-    def stop(self) -> int | None:
-        """SIGTERM and wait; returns the exit code (killed if it hangs)."""
-        if self.proc is None:
-            return None
-        code = self.proc.poll()
-        if code is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                code = self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                code = self.proc.wait(10)
-        self.proc = None
-        return code
-
-    def log_tail(self) -> str:
-        return self.log_path.read_text(errors="replace")[-3000:] if self.log_path.exists() else ""
 
 
 @pytest.fixture(scope="session")

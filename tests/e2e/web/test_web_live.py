@@ -11,8 +11,9 @@ from askgate.domain.signing import session_link
 from askgate.store import keys
 from playwright.async_api import Browser, Page, expect
 
-from tests.e2e.web.conftest import DESKTOP, MULTI_ASK, WebProcess, ask
+from tests.e2e.web.conftest import DESKTOP, MULTI_ASK, ask
 from tests.support.asks import SECRET, Tenant
+from tests.support.processes import WebProcess
 
 
 async def test_new_question_appears_on_an_open_page(
