@@ -46,13 +46,16 @@ lint-types: install
 bench: install
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
-# Longer than `make test`: Schemathesis with many examples per operation and 10,000
-# three-way races (make test runs 1,000), then the chaos driver (kill -9 and restarts
+# Longer than `make test`: Schemathesis with many examples per operation, 10,000
+# three-way races (make test runs 1,000) and 1,000 examples per property test (make test
+# tries 100), then the chaos driver (kill -9 and restarts
 # under a mixed workload), which writes docs/reliability.md.
 CHAOS_S ?= 120
 chaos: install
-	ASKGATE_FUZZ_EXAMPLES=300 ASKGATE_RACES=10000 $(BIN)/python -m pytest -q -o timeout=1200 \
-		tests/integration/test_schema_fuzz.py tests/integration/test_races.py
+	ASKGATE_FUZZ_EXAMPLES=300 ASKGATE_RACES=10000 ASKGATE_PROPERTY_EXAMPLES=1000 \
+		$(BIN)/python -m pytest -q -o timeout=1200 tests/integration/test_schema_fuzz.py \
+		tests/integration/test_races.py tests/unit/test_parser.py \
+		tests/unit/test_result_and_render.py tests/unit/test_validation.py
 	$(BIN)/python -m chaos --duration $(CHAOS_S) --report docs/reliability.md
 
 clean:

@@ -11,11 +11,11 @@ import pytest
 from askgate.domain.i18n import SKIP_WORDS
 from askgate.domain.models import QuestionIn
 from askgate.domain.parser import ParsedReply, is_skip, match_label, parse_reply, parse_value
-from hypothesis import assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-PROPERTY = settings(max_examples=200, deadline=None)
+from tests.support.properties import PROPERTY
 
 
 def make(

@@ -20,12 +20,12 @@ from askgate.runtime.outbound import signed_headers
 from askgate.store import keys
 from askgate.store.record import new_question_id, result_json
 from askgate_client import verify_webhook
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.support.properties import PROPERTY
 from tests.support.records import record_of
 
-PROPERTY = settings(max_examples=200, deadline=None)
 LOCALES = ["en", "tr", "hi"]
 
 

@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 import regex
 from askgate.domain.models import HEADER_MAX, QuestionCreate, QuestionIn, validation_message
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from tests.support.asks import ask_body
+from tests.support.properties import PROPERTY
 
 GRAPHEME = regex.compile(r"\X")
 
@@ -305,7 +306,7 @@ def test_devanagari_conjunct_counts_as_one_character() -> None:
     assert cut == "a" * 11 + "स्ते"
 
 
-@settings(max_examples=200, deadline=None)
+@PROPERTY
 @given(st.text(min_size=1, max_size=40).filter(lambda s: s.strip()))
 def test_header_cut_is_a_grapheme_prefix(header: str) -> None:
     """For any header the stored one is at most 12 whole clusters of the trimmed input."""
