@@ -12,7 +12,8 @@ once. `handle(event)` is the stream consumer's handler.
 - `question.resolved`: every delivered prompt that is not yet a summary is finalised by
   the adapter, then marked in the ledger, so a replayed event edits nothing twice. So is
   one whose sender died between the platform call and its confirm, once that claim has
-  run out (looked up first under LOOK_UP; under ASSUME_SHOWN there is nothing to edit). The
+  run out (looked up under LOOK_UP, sent again for its ref under RESEND, where the
+  platform drops the duplicate; under ASSUME_SHOWN there is nothing to edit). The
   question's extra messages (`track`: a prompt shown again, helper messages) go to the
   adapter's `finalise_message` once each.
 - `question.remind`: every target of this channel whose prompt is shown gets reminder n
@@ -324,7 +325,20 @@ class ChannelWorker:
                 if found is None:
                     return
                 ref = found.ref
-            elif adapter.stale_policy != StalePolicy.RESEND:
+            elif adapter.stale_policy == StalePolicy.RESEND:
+                # The platform drops a second send of the same prompt (Discord's nonce,
+                # the text channel's X-Askgate-Delivery), so sending it again gives the
+                # ref of the one it shows, to edit.
+                sent: list[SentPrompt] = []
+
+                async def resend() -> None:
+                    sent.append(await adapter.send_prompt(rec, index, target))
+
+                destination = adapter.destination(rec, target)
+                if await self._settle_call(rec, index, destination, resend) != "done":
+                    return
+                ref = sent[0].ref
+            else:
                 return  # ASSUME_SHOWN: no message id to edit
         elif delivery.state != DeliveryState.DELIVERED:
             return
