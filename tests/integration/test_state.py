@@ -47,22 +47,31 @@ async def test_answer_vs_expiry_races(
     answered: set[str] = set()
     lost: set[str] = set()
 
+    # As many answers in flight as the client's pool has connections: the race is
+    # between answers and sweeps, not for a connection (a loaded machine would time out
+    # waiting for one).
+    in_flight = asyncio.Semaphore(64)
+
     async def answer(qid: str) -> None:
-        try:
-            await store.answer(tenant.id, qid, {"deploy_target": ["Production"]})
-            answered.add(qid)
-        except AlreadyFinal as exc:
-            # The answer that lost to the timeout is kept as the question's late answer.
-            assert exc.late and exc.message.startswith("This question has expired; your answer")
-            lost.add(qid)
+        async with in_flight:
+            try:
+                await store.answer(tenant.id, qid, {"deploy_target": ["Production"]})
+                answered.add(qid)
+            except AlreadyFinal as exc:
+                # The answer that lost to the timeout is kept as the question's late answer.
+                assert exc.late
+                assert exc.message.startswith("This question has expired; your answer")
+                lost.add(qid)
 
     async def sweeper() -> None:
         replica = Store(connect(redis_url), settings)
-        for _ in range(3):
-            for shard in range(keys.SHARDS):
-                await replica.sweep_shard(shard, now=FUTURE_MS)
-            await asyncio.sleep(0)
-        await replica.redis.aclose()
+        try:
+            for _ in range(3):
+                for shard in range(keys.SHARDS):
+                    await replica.sweep_shard(shard, now=FUTURE_MS)
+                await asyncio.sleep(0)
+        finally:
+            await replica.redis.aclose()
 
     async with Notifications(connect(redis_url)) as notes:
         await asyncio.gather(*(answer(q) for q in ids), *(sweeper() for _ in range(3)))
@@ -113,9 +122,13 @@ async def test_sweeper_expires_overdue_once(
     # The sweep runs when the 1 s questions are overdue and the 600 s ones are not.
     at = FakeClock().past(last_due.expires_ms)
     replicas = [Store(connect(redis_url), store.settings) for _ in range(2)]
-    async with Notifications(connect(redis_url)) as notes:
-        counts = await asyncio.gather(*(sweep_once(r, now=at) for r in replicas))
-        await notes.settle(len(due))
+    try:
+        async with Notifications(connect(redis_url)) as notes:
+            counts = await asyncio.gather(*(sweep_once(r, now=at) for r in replicas))
+            await notes.settle(len(due))
+    finally:
+        for r in replicas:
+            await r.redis.aclose()
     assert sum(counts) == len(due)
     assert set(notes.counts) == set(due) and set(notes.counts.values()) == {1}
     for qid in keep:
@@ -125,8 +138,6 @@ async def test_sweeper_expires_overdue_once(
     assert rec is not None and (rec.status, rec.reason) == ("no_answer", "timeout")
     # Quota entries are scored by the deadline: the expired ones no longer count.
     assert await redis.zcount(keys.tenant_pending(tenant.id), at, "+inf") == len(keep)
-    for r in replicas:
-        await r.redis.aclose()
 
 
 async def test_keyspace_after_full_lifecycle(
