@@ -28,6 +28,7 @@ from askgate.store.store import Store
 from askgate.store.tenants import create_tenant, tenant_for_key
 from askgate_sweeper.__main__ import sweep_once
 from redis.asyncio.cluster import RedisCluster
+from redis.crc import key_slot
 
 from tests.integration.http_receiver import Receiver
 from tests.support.asks import Tenant, ask_body, make_settings
@@ -284,6 +285,45 @@ async def test_api_asks_and_wakes_a_waiter_on_every_node(
         assert answer.status_code == 200, answer.text
         done = await asyncio.wait_for(waiter, 30)
         assert done.json()["status"] == "answered"
+
+
+async def test_a_waiter_is_woken_after_its_slot_moved(own_cluster: RedisClusterProcess) -> None:
+    """A long-poll waiter whose question's slot moves to another node while it waits is
+    still told the answer: the API's sharded listener follows the slot to its new node
+    (the wait does not fall back to polling: the waiters is ready when the answer comes)."""
+    from askgate_api.app import create_app
+    from askgate_api.waiters import ShardedWaiters
+
+    app = create_app(make_settings(own_cluster.url, redis_cluster=True))
+    async with app.router.lifespan_context(app):
+        waiters = app.state.waiters
+        assert isinstance(waiters, ShardedWaiters)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://askgate") as api:
+            _, api_key = await create_tenant(app.state.redis, "acme")
+            h = {"Authorization": f"Bearer {api_key}"}
+            made = await api.post("/v1/questions", json=ask_body(session="moving"), headers=h)
+            qid = made.json()["id"]
+            shard = keys.shard_of(qid)
+            waiter = asyncio.create_task(
+                api.get(f"/v1/questions/{qid}/wait?timeout_s=60", headers=h)
+            )
+            await eventually(lambda: waiters.waiting(qid), "the waiter")
+            slot = key_slot(keys.done_channel(shard).encode())
+            to = (own_cluster.owner(slot) + 1) % len(own_cluster.nodes)
+            own_cluster.migrate_slot(slot, to)
+            new_node = ("127.0.0.1", own_cluster.nodes[to].port)
+
+            def rearmed() -> bool:
+                return waiters.ready.is_set() and shard in waiters.listening().get(new_node, ())
+
+            await eventually(rearmed, "the listener on the slot's new node", 30)
+            await eventually(lambda: waiters.waiting(qid), "the waiter parked again")
+            answer = await api.post(f"/v1/questions/{qid}/reply", json={"text": "2"}, headers=h)
+            assert answer.status_code == 200, answer.text
+            assert waiters.ready.is_set()
+            done = await asyncio.wait_for(waiter, 90)
+            assert done.json()["status"] == "answered"
 
 
 async def test_readyz_only_while_every_master_is_reachable(

@@ -13,12 +13,13 @@ from askgate.domain.asgi import BodyLimit
 from askgate.domain.errors import AskgateError, HttpError, ValidationFailed
 from askgate.domain.models import describe_errors
 from askgate.settings import Settings
-from askgate.store.conn import connect, connect_pubsub
+from askgate.store.conn import Client, connect, connect_pubsub
 from askgate.store.store import Store
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import BusyLoadingError, ConnectionError, TimeoutError
 from starlette.exceptions import HTTPException
 
@@ -28,7 +29,7 @@ from askgate_api.fastpath import ASK_PATH, WAIT_PATH, serve_ask, serve_wait
 from askgate_api.liveness import Liveness
 from askgate_api.outbound import OutboundCheck
 from askgate_api.responses import error_response, redis_unavailable
-from askgate_api.waiters import Waiters
+from askgate_api.waiters import ShardedWaiters, Waiters
 
 log = structlog.get_logger("askgate.api")
 
@@ -77,12 +78,20 @@ def create_app(settings: Settings, resolver: netguard.Resolver | None = None) ->
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         redis = make_redis(settings)
-        pubsub_redis = connect_pubsub(settings.redis_url)
+        pubsub_redis: Client = (
+            connect(settings.redis_url, cluster=True, max_connections=4)
+            if settings.redis_cluster
+            else connect_pubsub(settings.redis_url)
+        )
         app.state.redis = redis
         app.state.store = Store(redis, settings)
         app.state.tenants = TenantCache(redis)
         app.state.liveness = Liveness(redis)
-        app.state.waiters = Waiters(pubsub_redis)
+        app.state.waiters = (
+            ShardedWaiters(pubsub_redis)
+            if isinstance(pubsub_redis, RedisCluster)
+            else Waiters(pubsub_redis)
+        )
         await app.state.waiters.start()
         log.info("api.started", redis=settings.redis_url.split("@")[-1])
         try:

@@ -1,16 +1,25 @@
-"""Long-poll waiters: every waiter in this process shares one pattern subscription.
+"""Long-poll waiters: every waiter in this process shares one subscription.
 
-One connection PSUBSCRIBEs to every question's result channel once; a waiter is just a
-future in a dict, so ten thousand waiters cost ten thousand futures, not connections.
-The subscription is made before any waiter is served, so a result published after a
-waiter registered always reaches it. When the subscription drops, every waiter is woken
-to re-read its question (nothing published meanwhile is missed that way).
+On one Redis, one connection PSUBSCRIBEs to every question's result channel once; a
+waiter is just a future in a dict, so ten thousand waiters cost ten thousand futures, not
+connections. The subscription is made before any waiter is served, so a result published
+after a waiter registered always reaches it. When the subscription drops, every waiter is
+woken to re-read its question (nothing published meanwhile is missed that way).
+
+On a Redis Cluster (`ShardedWaiters`) the script that ends a question also SPUBLISHes its id
+on its shard's `done` channel, in the question's slot (`keys.done_channel`): one listener
+per master SSUBSCRIBEs to the channels of the shards it serves, so each end is sent to
+the one node that holds it instead of over the cluster bus to all. The listeners follow
+the topology: when a slot moves away (the node says `sunsubscribe`), a node fails, or the
+slot map differs at the periodic look, the affected listeners are re-armed on the node
+that serves the shard now, and the waiters of their shards woken to re-read.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import Any
 
 import structlog
 from askgate.domain.errors import Unavailable
@@ -19,6 +28,8 @@ from askgate.store import keys
 from askgate.store.record import Record
 from askgate.store.store import Store
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+from redis.crc import key_slot
 from redis.exceptions import RedisError
 
 log = structlog.get_logger("askgate.api.waiters")
@@ -54,6 +65,10 @@ class Waiters:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         self._wake_all()
+
+    def waiting(self, question_id: str) -> bool:
+        """Whether a waiter of `question_id` is parked here now."""
+        return bool(self._waiters.get(question_id))
 
     def register(self, question_id: str) -> asyncio.Future[None]:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -103,6 +118,149 @@ class Waiters:
             finally:
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()
+
+
+# How often a ShardedWaiters re-reads the cluster's slot map (a moved slot is also told by
+# its old node at once; this catches a failover whose old node said nothing).
+TOPOLOGY_CHECK_S = 5.0
+
+Node = tuple[str, int]
+
+
+class SlotMoved(Exception):
+    """A node dropped a shard channel of ours: its slot is served elsewhere now."""
+
+
+class ShardedWaiters(Waiters):
+    """The waiters of a process on a Redis Cluster: one SSUBSCRIBE listener per master
+    on the `done` channels of its shards (see the module's doc). `cluster` is a client
+    of its own, used to read the slot map."""
+
+    def __init__(self, cluster: RedisCluster, check_every_s: float = TOPOLOGY_CHECK_S) -> None:
+        super().__init__(cluster)
+        self._cluster = cluster
+        self._check_every_s = check_every_s
+        self._listeners: dict[Node, tuple[frozenset[int], asyncio.Task[None]]] = {}
+        self._up: set[Node] = set()
+        self._moved = asyncio.Event()
+
+    async def stop(self) -> None:
+        await super().stop()
+        await self._stop_listeners(list(self._listeners))
+
+    def listening(self) -> dict[Node, frozenset[int]]:
+        """The shards of each node whose listener is subscribed now."""
+        return {node: shards for node, (shards, _) in self._listeners.items() if node in self._up}
+
+    async def _layout(self) -> dict[Node, frozenset[int]]:
+        """The shards each master serves, from a fresh CLUSTER SLOTS of the first node
+        that answers (the client's own slot cache is left alone)."""
+        await self._cluster.initialize()
+        slots: dict[tuple[int, int], dict[str, Any]] | None = None
+        failure: Exception = ConnectionError("no cluster node known")
+        for node in self._cluster.get_nodes():
+            try:
+                slots = await self._cluster.cluster_slots(target_nodes=node)
+                break
+            except (RedisError, OSError) as exc:
+                failure = exc
+        if slots is None:
+            raise failure
+        by_node: dict[Node, set[int]] = {}
+        for shard in range(keys.SHARDS):
+            slot = key_slot(keys.done_channel(shard).encode())
+            for (first, last), served in slots.items():
+                if first <= slot <= last:
+                    host, port = served["primary"][:2]
+                    host = host.decode() if isinstance(host, bytes) else str(host)
+                    by_node.setdefault((host, int(port)), set()).add(shard)
+        return {node: frozenset(shards) for node, shards in by_node.items()}
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                layout = await self._layout()
+            except (RedisError, OSError) as exc:
+                log.warning("waiters.topology_error", error=str(exc))
+                self._set_ready()
+                await asyncio.sleep(RECONNECT_BACKOFF_S)
+                continue
+            stale = [n for n, (shards, _) in self._listeners.items() if layout.get(n) != shards]
+            await self._stop_listeners(stale)
+            for node, shards in layout.items():
+                if node not in self._listeners:
+                    task = asyncio.create_task(self._listen(node, shards), name=f"waiters-{node}")
+                    self._listeners[node] = (shards, task)
+            self._set_ready()
+            self._moved.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._moved.wait(), self._check_every_s)
+
+    async def _stop_listeners(self, nodes: list[Node]) -> None:
+        for node in nodes:
+            shards, task = self._listeners.pop(node)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            self._up.discard(node)
+            self._wake_shards(shards)
+
+    def _set_ready(self) -> None:
+        if self._listeners and set(self._listeners) <= self._up:
+            self.ready.set()
+        else:
+            self.ready.clear()
+
+    def _wake_shards(self, shards: frozenset[int]) -> None:
+        for qid in [q for q in self._waiters if keys.shard_of(q) in shards]:
+            self._wake(qid)
+
+    async def _listen(self, node: Node, shards: frozenset[int]) -> None:
+        """SSUBSCRIBE on `node` to the done channels of `shards` (one command per slot)
+        until the node drops one (its slot moved: the supervisor re-reads the map) or
+        fails (retried here after a pause, and the map re-read too)."""
+        while True:
+            client = Redis(
+                host=node[0],
+                port=node[1],
+                socket_connect_timeout=1.0,
+                socket_timeout=None,
+                max_connections=2,
+            )
+            pubsub = client.pubsub()
+            try:
+                for shard in sorted(shards):
+                    await pubsub.ssubscribe(keys.done_channel(shard))
+                confirmed = 0
+                while confirmed < len(shards):
+                    msg = await pubsub.get_message(timeout=5.0)
+                    if msg is None:
+                        raise TimeoutError(f"no SSUBSCRIBE reply from {node}")
+                    confirmed += msg["type"] == "ssubscribe"
+                self._up.add(node)
+                self._set_ready()
+                self._wake_shards(shards)  # anything that ended while we were away
+                log.info("waiters.subscribed", node=f"{node[0]}:{node[1]}", shards=len(shards))
+                while True:
+                    msg = await pubsub.get_message(timeout=30.0)
+                    if msg is None:
+                        continue
+                    if msg["type"] == "smessage":
+                        self._wake(msg["data"].decode())
+                    elif msg["type"] == "sunsubscribe":
+                        raise SlotMoved(f"{msg['channel']!r} moved away")
+            except (RedisError, OSError, TimeoutError, SlotMoved) as exc:
+                self._up.discard(node)
+                self._set_ready()
+                self._wake_shards(shards)
+                self._moved.set()
+                log.warning("waiters.disconnected", node=f"{node[0]}:{node[1]}", error=str(exc))
+                await asyncio.sleep(RECONNECT_BACKOFF_S)
+            finally:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()
+                with contextlib.suppress(Exception):
+                    await client.aclose()
 
 
 def _settle(fut: asyncio.Future[None]) -> None:

@@ -361,6 +361,42 @@ class RedisClusterProcess:
         self.nodes[index].start()
         self.wait_ok(timeout_s)
 
+    def owner(self, slot: int) -> int:
+        """The index of the node serving `slot` now."""
+        with self._client(next(n for n in self.nodes if n.proc is not None)) as c:
+            for first, last, primary, *_ in c.execute_command("CLUSTER", "SLOTS"):
+                if first <= slot <= last:
+                    port = int(primary[1])
+                    return next(i for i, n in enumerate(self.nodes) if n.port == port)
+        raise RuntimeError(f"slot {slot} is served by no node")
+
+    def migrate_slot(self, slot: int, to: int) -> None:
+        """Move `slot` and its keys to node `to` the way `redis-cli --cluster reshard`
+        does (IMPORTING / MIGRATING, MIGRATE in batches, then SETSLOT NODE on every node),
+        while clients keep running against it."""
+        source = self.nodes[self.owner(slot)]
+        target = self.nodes[to]
+        if source is target:
+            return
+        with self._client(source) as src, self._client(target) as dst:
+            src_id = src.execute_command("CLUSTER", "MYID").decode()
+            dst_id = dst.execute_command("CLUSTER", "MYID").decode()
+            dst.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", src_id)
+            src.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", dst_id)
+            while True:
+                names = src.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 100)
+                if not names:
+                    break
+                src.execute_command(
+                    "MIGRATE", "127.0.0.1", target.port, "", 0, 5000, "KEYS", *names
+                )
+            # The new owner first, then the old one (which then drops the slot's shard
+            # channel subscribers with `sunsubscribe`), then the others.
+            rest = [n for n in self.nodes if n not in (source, target) and n.proc is not None]
+            for node in [target, source, *rest]:
+                with self._client(node) as c:
+                    c.execute_command("CLUSTER", "SETSLOT", slot, "NODE", dst_id)
+
     def flush(self) -> None:
         for node in self.nodes:
             if node.proc is not None:

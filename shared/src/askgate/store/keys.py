@@ -61,9 +61,19 @@ def result_key(question_id: str) -> str:
 
 
 def result_channel(question_id: str) -> str:
-    # Same name as the key on purpose: one thing to remember, and pub/sub channel names
-    # live in their own namespace.
+    """The public contract: a classic `PUBLISH` of the result JSON, once, when final (on
+    a cluster Redis forwards it to every node, so a plain SUBSCRIBE on any node hears it).
+    Same name as the key on purpose: one thing to remember, and pub/sub channel names live
+    in their own namespace."""
     return result_key(question_id)
+
+
+def done_channel(shard: int) -> str:
+    """Sharded pub/sub channel (`SPUBLISH`, Redis 7) of a shard: the id of each of its
+    questions that ends, published in the question's own slot by the script that ends it.
+    The API's waiters listen here on a cluster (one SSUBSCRIBE listener per node), where a
+    classic publish would be copied to every node. Internal, not part of the contract."""
+    return f"{tag(shard)}:done"
 
 
 # -- per session / run / shard -----------------------------------------------------------
@@ -224,7 +234,7 @@ def selection(question_id: str, target_index: int, part: int = 0) -> str:
 # -- what a script that may end a question is given ----------------------------------------
 
 # How many keys of `question_keys` come before the event streams.
-QUESTION_KEYS_FIXED = 6
+QUESTION_KEYS_FIXED = 7
 
 
 def question_keys(
@@ -233,7 +243,8 @@ def question_keys(
     """Every key of one question that a script ending it touches, in the order the
     scripts read them (`scripts.group`): the question hash, its doc, deliveries hash,
     result, session hash, run zset (the shard's due zset when it has no run: declared,
-    not touched), then one event stream per channel of its `channels` field ('web,slack').
+    not touched), the shard's done channel (`done_channel`: a shard channel is routed
+    like a key), then one event stream per channel of its `channels` field ('web,slack').
     The names come from the question's own fields, which never change once it exists;
     all carry its shard's tag, so they share one slot."""
     shard = shard_of(question_id)
@@ -244,5 +255,6 @@ def question_keys(
         result_key(question_id),
         session(shard, tenant, session_name),
         run(shard, tenant, run_id) if run_id else due(shard),
+        done_channel(shard),
         *(events(shard, ch) for ch in channels.split(",") if ch),
     ]

@@ -47,13 +47,13 @@ local function extend(key, ms)
 end
 
 -- A question's keys, declared by the caller from KEYS[i] (keys.question_keys): its hash,
--- doc, deliveries hash, result, session hash, run zset (or a placeholder), then n event
--- streams, one per channel of its `channels` field.
+-- doc, deliveries hash, result, session hash, run zset (or a placeholder), the shard's
+-- done channel, then n event streams, one per channel of its `channels` field.
 local function group(i, n)
   local streams = {}
-  for j = 1, n do streams[j] = KEYS[i + 5 + j] end
+  for j = 1, n do streams[j] = KEYS[i + 6 + j] end
   return {q = KEYS[i], doc = KEYS[i + 1], dlv = KEYS[i + 2], result = KEYS[i + 3],
-          session = KEYS[i + 4], run = KEYS[i + 5], streams = streams}
+          session = KEYS[i + 4], run = KEYS[i + 5], done = KEYS[i + 6], streams = streams}
 end
 
 -- True when every one of the question's n targets has failed: nothing can show it.
@@ -107,7 +107,11 @@ local function resolve(G, due, id, status, reason, result, responder, now, keep_
     redis.call('XADD', stream, 'MAXLEN', '~', maxlen, '*', 'type', 'question.resolved',
                'id', id, 'tenant', f[2], 'session', f[3], 'status', status, 'reason', reason)
   end
+  -- The public contract (any SUBSCRIBE hears it), then the shard's own channel, heard
+  -- by the API's waiters on a cluster in this slot only (sharded pub/sub: Redis 7, which
+  -- a cluster needs; an older single Redis has none and its waiters do not use it).
   redis.call('PUBLISH', rk, result)
+  if redis.REDIS_VERSION_NUM then redis.call('SPUBLISH', G.done, id) end
   count_end(mkey, status, reason, responder, f[7], now)
   return {'ok', f[2]}
 end
@@ -176,7 +180,7 @@ RESOLVE = (
 -- ARGV[1] id  ARGV[2] new status  ARGV[3] reason ('' when answered)  ARGV[4] result JSON
 -- ARGV[5] responder JSON  ARGV[6] now_ms  ARGV[7] keep_ms  ARGV[8] stream maxlen
 -- Returns {'ok', tenant} | {'final', status, reason} | {'missing'}
-return resolve(group(3, #KEYS - 8), KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5],
+return resolve(group(3, #KEYS - 9), KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5],
                ARGV[6], ARGV[7], ARGV[8], true, KEYS[1])
 """
 )
@@ -203,7 +207,7 @@ for a = 5, #ARGV, 2 do
     if r[1] == 'ok' then ended = ended + 1 end
     taken[#taken + 1] = id
   end
-  k = k + 6 + n
+  k = k + 7 + n
 end
 if #taken > 0 then redis.call('ZREM', KEYS[1], unpack(taken)) end
 return {ended, #taken}
@@ -229,7 +233,7 @@ for a = 5, #ARGV, 2 do
     if r[1] == 'ok' then out[#out + 1] = id end
     redis.call('ZREM', KEYS[1], id)
   end
-  k = k + 6 + n
+  k = k + 7 + n
 end
 return out
 """
@@ -329,7 +333,7 @@ SETTLE = (
 -- ARGV[13] the failed JSON used then  ARGV[14] '1' when this claim does not count (the
 --          platform said "later", e.g. a 429)   ARGV[15] a failure's error class
 -- Returns {'ok', state, ended ('1'|'0')} | {'conflict', current state} | {'missing'}
-local G = group(4, #KEYS - 9)
+local G = group(4, #KEYS - 10)
 local i, state = ARGV[2], ARGV[3]
 local cur = redis.call('HGET', G.q, 'ds:' .. i)
 if not cur then
@@ -391,7 +395,7 @@ local k = 4
 for a = 8, #ARGV, 2 do
   local member, n = ARGV[a], tonumber(ARGV[a + 1])
   local G = group(k, n)
-  k = k + 6 + n
+  k = k + 7 + n
   local score = redis.call('ZSCORE', KEYS[1], member)
   if score and tonumber(score) <= now then
     taken = taken + 1
