@@ -58,7 +58,7 @@ RESPONDER = Responder(channel="telegram", user_id="4242", name="Ada Lovelace")
 # (`<prefix>-session-<n>` here, `<prefix>-<n>` in the channel figure), runs, numbers.
 _PLACEHOLDERS = [
     (re.compile(r"q[0-9a-f]{2}[a-z2-7]{16}"), "{id}"),
-    (re.compile(r"\{ag:\d\d\}"), "{ag:NN}"),
+    (re.compile(r"\{ag:[0-9.]+\}"), "{ag:NN}"),
     (re.compile(r"(?<=[:{])t[0-9a-f]{12}(?=[:}])"), "{tenant}"),
     (re.compile(r"(?<=:)[a-z0-9]+-run-\d+"), "{run}"),
     (re.compile(r"(?<=:)[a-z0-9]+-(session-)?\d+$"), "{session}"),

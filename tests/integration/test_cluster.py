@@ -1,8 +1,7 @@
 """askgate on a 3-master Redis Cluster: REDIS_URL names one node and
-ASKGATE_REDIS_CLUSTER=true makes every client a RedisCluster.
-
-What does not work on a cluster yet is marked xfail(strict=True) with the issue-9 item
-that fixes it, so the day it passes the marker has to go."""
+ASKGATE_REDIS_CLUSTER=true makes every client a RedisCluster. Each test works on the
+shards of every node (asks, answers, sweeps, timers, aborts, stream reads, waiters) or
+takes a node away (readiness, the sweeper), or moves a slot under a waiter."""
 
 from __future__ import annotations
 
@@ -12,6 +11,7 @@ import os
 import secrets
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -78,6 +78,17 @@ def test_fixture_is_three_masters_sharing_every_slot(redis_cluster: RedisCluster
     assert len(ranges) == 3 and ranges[0][0] == 0 and ranges[-1][1] == CLUSTER_SLOTS - 1
     assert all(a[1] + 1 == b[0] for a, b in itertools.pairwise(ranges))
     assert all(node.port + 10000 <= 65535 for node in redis_cluster.nodes)
+
+
+def test_new_shards_spread_evenly_over_the_three_masters(
+    redis_cluster: RedisClusterProcess,
+) -> None:
+    """Each master of the fixture serves 16 of the 48 shards new asks go to."""
+    served = Counter(
+        redis_cluster.owner(key_slot(keys.tag(shard).encode()))
+        for shard in range(keys.LEGACY_SHARDS, keys.SHARDS)
+    )
+    assert sorted(served.values()) == [16, 16, 16]
 
 
 def test_connect_gives_a_cluster_client_when_clustered(redis_cluster: RedisClusterProcess) -> None:
@@ -207,7 +218,9 @@ async def test_a_dead_consumers_entries_are_reclaimed_on_a_cluster(
     """Entries one consumer read and never acknowledged (it died) are handled by another
     consumer of the group, on every node's shards."""
     store = Store(cluster_redis, cluster_settings)
-    dead = StreamConsumer(cluster_redis, "web", "dead", handler=lambda e: asyncio.sleep(0))
+    dead = StreamConsumer(
+        cluster_redis, "web", "dead", handler=lambda e: asyncio.sleep(0), block_ms=10
+    )
     await dead.ensure_groups()
     sessions = await sessions_on_every_node(cluster_redis, cluster_tenant.id)
     ids = [await ask(store, cluster_tenant.id, s) for s in sessions]

@@ -208,7 +208,7 @@ async def test_keys_share_the_question_hash_tag(tenant: Tenant) -> None:
 
     qid = new_question_id(tenant.id, "sess", None, None)
     shard = keys.shard_of(qid)
-    tag = f"{{ag:{shard:02d}}}"
+    tag = keys.tag(shard)
     for key in (
         keys.question(qid),
         keys.result_key(qid),

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 from askgate.domain.models import CHANNELS
+from askgate.domain.timeutil import now_ms
 from askgate.runtime import health
 from askgate.runtime.runner import worker_main
 from askgate.settings import Settings
@@ -39,15 +40,33 @@ UNREACHABLE = (RedisConnectionError, RedisTimeoutError, OSError)
 Step = Callable[[int], Awaitable[tuple[int, int]]]
 
 
-async def over_shards(store: Store, step: Step) -> int:
-    """Run `step` on every shard, and again on those that filled a batch, until none
-    did; returns the sum of its counts.
+async def due_shards(store: Store, zset: Callable[[int], str], now: int | None) -> list[int]:
+    """The shards whose `zset` (scored by when each entry falls due) has an entry due by
+    `now`: one pipelined look (a round trip per node) instead of a step per shard, most of
+    which would find nothing. Every shard when the look fails (a node down): each step
+    then works or fails on its own."""
+    now = now or now_ms()
+    try:
+        async with store.redis.pipeline(transaction=False) as pipe:
+            for shard in range(keys.SHARDS):
+                pipe.zrangebyscore(zset(shard), "-inf", now, 0, 1)
+            found = await pipe.execute()
+    except (RedisError, OSError):
+        return list(range(keys.SHARDS))
+    return [shard for shard, due in enumerate(found) if due]
+
+
+async def over_shards(
+    store: Store, step: Step, zset: Callable[[int], str], now: int | None = None
+) -> int:
+    """Run `step` on every shard with something due in `zset`, and again on those that
+    filled a batch, until none did; returns the sum of its counts.
 
     A shard whose step fails is logged and left for the next pass; the others go on.
     On one Redis an unreachable server is raised at once (every shard lives there); on a
     cluster only when no shard answered, so the caller backs off."""
     total = 0
-    shards = list(range(keys.SHARDS))
+    shards = await due_shards(store, zset, now)
     one_server = not isinstance(store.redis, RedisCluster)
     reached = False
     last_error: RedisError | OSError | None = None
@@ -81,7 +100,7 @@ async def sweep_once(store: Store, now: int | None = None) -> int:
             log.info("sweeper.expired", shard=shard, n=ended)
         return ended, taken
 
-    return await over_shards(store, step)
+    return await over_shards(store, step, keys.due, now)
 
 
 async def timers_once(store: Store, now: int | None = None) -> int:
@@ -94,7 +113,7 @@ async def timers_once(store: Store, now: int | None = None) -> int:
             log.info("sweeper.timers", shard=shard, fired=fired)
         return fired, taken
 
-    return await over_shards(store, step)
+    return await over_shards(store, step, keys.timers, now)
 
 
 CHAT_CHANNELS = [ch for ch in CHANNELS if ch != "web"]
@@ -115,7 +134,7 @@ async def watch_once(store: Store, now: int | None = None) -> int:
             )
         return failed, taken
 
-    return await over_shards(store, step)
+    return await over_shards(store, step, keys.undelivered, now)
 
 
 async def serve(settings: Settings, stop: asyncio.Event) -> None:

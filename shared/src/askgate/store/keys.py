@@ -1,10 +1,18 @@
 """Every Redis key, stream, consumer group and pub/sub channel askgate uses.
 
 Sharding: a session lives in one of SHARDS shards, chosen from (tenant, session). All
-keys of that session's questions carry the shard's hash tag `{ag:NN}`, so one Lua script
-touches a single Redis Cluster slot. A question id starts with its shard (`q07…`), so the
-id alone locates it. Channel streams are sharded the same way: a question's events go to
-the stream of its own shard, and workers read every shard.
+keys of that session's questions carry the shard's hash tag (`tag`), so one Lua script
+touches a single Redis Cluster slot. A question id starts with its shard in hex (`q2a…`),
+so the id alone locates it. Channel streams are sharded the same way: a question's events
+go to the stream of its own shard, and workers read every shard.
+
+Shards 0-15 are those of askgate before 64 shards (tags `{ag:00}`…`{ag:15}`, ids
+`q00…`-`q0f…`): their questions keep working (read, answered, swept, their streams read)
+but no new ask goes there, because those 16 tags hash into four tight groups of slots.
+New asks go to shards 16-63, whose tags (`{ag:NN.k}`) are chosen so that shard 16+j's
+slot is the middle of the j-th of 48 equal parts of the slot space: with Redis's even
+slot ranges every node of a cluster of up to 48 nodes serves as many shards as the next,
+give or take one (`spread`).
 
 The public contract (stable across minor versions): `result_key(id)` holds the result
 JSON once final; `result_channel(id)` gets it published once when final.
@@ -14,28 +22,69 @@ from __future__ import annotations
 
 import zlib
 
+from redis.crc import key_slot
+
 PREFIX = "askgate"
-SHARDS = 16  # fixed: a question id encodes its shard, so changing this strands old ids
+# Fixed: a question id encodes its shard, so shards are only ever added after these.
+LEGACY_SHARDS = 16  # 0-15: read and swept, never chosen for a new ask
+SHARDS = 64
+NEW_SHARDS = SHARDS - LEGACY_SHARDS
 
 RESULT_PATTERN = f"{PREFIX}:{{ag:*}}:result:*"
+CLUSTER_SLOTS = 16384  # a Redis Cluster's hash slots
+
+
+# Shard 16+j's tag is `ag:NN.k` with the k below: the first whose slot is the middle of
+# the j-th of 48 equal parts of the slot space (tests/unit/test_shards.py checks it), so
+# the shards a node serves with Redis's even slot ranges differ by one at most.
+_SPREAD_K = [
+    2080, 102825, 1009, 8376, 12923, 5909, 11915, 2089, 18918, 5242, 1295, 19496,
+    5005, 3870, 24948, 10511, 321, 13377, 8576, 1494, 3110, 29333, 3125, 27649,
+    8841, 28247, 10372, 21859, 29300, 2699, 9989, 11465, 5097, 29433, 4784, 41853,
+    13414, 403, 47990, 12114, 2205, 7851, 22658, 69597, 3734, 11829, 16269, 68436,
+]  # fmt: skip
+_TAGS = [f"{PREFIX}:{{ag:{s:02d}}}" for s in range(LEGACY_SHARDS)] + [
+    f"{PREFIX}:{{ag:{LEGACY_SHARDS + j:02d}.{k}}}" for j, k in enumerate(_SPREAD_K)
+]
+
+
+def middle_slot(shard: int) -> int:
+    """The slot a spread shard's tag hashes to: the middle of its part."""
+    return (2 * (shard - LEGACY_SHARDS) + 1) * CLUSTER_SLOTS // (2 * NEW_SHARDS)
 
 
 def shard_for(tenant: str, session: str) -> int:
-    return zlib.crc32(f"{tenant}\x00{session}".encode()) % SHARDS
+    """The shard of a new ask of (tenant, session): one of the spread shards."""
+    return LEGACY_SHARDS + zlib.crc32(f"{tenant}\x00{session}".encode()) % NEW_SHARDS
 
 
 def shard_of(question_id: str) -> int:
     """The shard a question id belongs to; ValueError when the id is not askgate's."""
     if len(question_id) < 4 or question_id[0] != "q":
         raise ValueError(f"not a question id: {question_id!r}")
-    shard = int(question_id[1:3], 16)
+    try:
+        shard = int(question_id[1:3], 16)
+    except ValueError:
+        raise ValueError(f"not a question id: {question_id!r}") from None
     if shard >= SHARDS:
         raise ValueError(f"not a question id: {question_id!r}")
     return shard
 
 
 def tag(shard: int) -> str:
-    return f"{PREFIX}:{{ag:{shard:02d}}}"
+    """The key prefix of a shard, with its hash tag: `askgate:{ag:07}` (a legacy shard),
+    `askgate:{ag:23.41}`."""
+    return _TAGS[shard]
+
+
+def spread(nodes: int) -> list[int]:
+    """How many of the shards new asks go to each node of a cluster of `nodes` masters
+    serves, with Redis's default layout (equal slot ranges in order)."""
+    per_node = [0] * nodes
+    for shard in range(LEGACY_SHARDS, SHARDS):
+        slot = key_slot(tag(shard).encode())
+        per_node[min(nodes - 1, slot * nodes // CLUSTER_SLOTS)] += 1
+    return per_node
 
 
 # -- per question (the shard comes from the id) -----------------------------------------
