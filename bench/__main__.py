@@ -26,7 +26,7 @@ from pathlib import Path
 import redis as redis_pkg
 from askgate.dev.redis_server import RedisProcess, redis_server_binary
 
-from bench import asks, channel, memory, scaling, sweep, waiters, wake
+from bench import asks, channel, cluster, memory, scaling, sweep, waiters, wake
 from bench.context import Context
 from bench.procs import Procs, raise_nofile
 from bench.report import Report
@@ -41,6 +41,7 @@ FIGURES: dict[str, Callable[[Context], None]] = {
     "waiters": waiters.run,
     "sweep": sweep.run,
     "channel": channel.run,
+    "cluster": cluster.run,
 }
 
 
