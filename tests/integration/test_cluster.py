@@ -6,6 +6,7 @@ takes a node away (readiness, the sweeper), or moves a slot under a waiter."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import secrets
@@ -29,6 +30,7 @@ from askgate.store.tenants import create_tenant, tenant_for_key
 from askgate_sweeper.__main__ import sweep_once
 from redis.asyncio.cluster import RedisCluster
 from redis.crc import key_slot
+from redis.exceptions import RedisError
 
 from tests.integration.http_receiver import Receiver
 from tests.support.asks import Tenant, ask_body, make_settings
@@ -383,7 +385,9 @@ async def test_sweeper_goes_on_past_a_node_that_is_down(own_cluster: RedisCluste
         # on every master, which fails while one is down. The next pass gets it.
         swept = 0
         for _ in range(20):  # passes, not time: a loaded machine may time some out
-            swept += await sweep_once(store, now=FUTURE_MS)
+            # A pass where no shard answered raises, as in the service (which backs off).
+            with contextlib.suppress(RedisError, OSError):
+                swept += await sweep_once(store, now=FUTURE_MS)
             if swept == len(ids) - 1:
                 break
         assert swept == len(ids) - 1

@@ -191,22 +191,19 @@ SWEEP = (
 -- KEYS[1] a shard's due zset   KEYS[2] its metrics hash
 -- KEYS[3..] the keys of each question in ARGV (keys.question_keys), one after another
 -- ARGV[1] now_ms  ARGV[2] keep_ms  ARGV[3] stream maxlen  ARGV[4] the no_answer result JSON
--- ARGV[5..] per question the caller read from the due zset: its id, its event streams' count
--- Ends those still in the due zset with a deadline passed as no_answer/timeout (another
--- sweeper may have taken some meanwhile) and takes them out of it.
+-- ARGV[5..] per question the caller read from the due zset (deadline passed): its id,
+-- its event streams' count
+-- Ends those still pending as no_answer/timeout and takes them all out of the due zset.
+-- (Another sweeper that read the same ids finds them ended: resolve() ends a question
+-- once. Tenants' quota entries are scored by the same deadline and drop out by themselves.)
 -- Returns {ended, taken}: how many it ended, and how many due entries it took.
--- (Tenants' quota entries are scored by the same deadline and drop out by themselves.)
-local now = tonumber(ARGV[1])
 local ended, k, taken = 0, 3, {}
 for a = 5, #ARGV, 2 do
   local id, n = ARGV[a], tonumber(ARGV[a + 1])
-  local score = redis.call('ZSCORE', KEYS[1], id)
-  if score and tonumber(score) <= now then
-    local r = resolve(group(k, n), KEYS[1], id, 'no_answer', 'timeout', ARGV[4], '', ARGV[1],
-                      ARGV[2], ARGV[3], false, KEYS[2])
-    if r[1] == 'ok' then ended = ended + 1 end
-    taken[#taken + 1] = id
-  end
+  local r = resolve(group(k, n), KEYS[1], id, 'no_answer', 'timeout', ARGV[4], '', ARGV[1],
+                    ARGV[2], ARGV[3], false, KEYS[2])
+  if r[1] == 'ok' then ended = ended + 1 end
+  taken[#taken + 1] = id
   k = k + 7 + n
 end
 if #taken > 0 then redis.call('ZREM', KEYS[1], unpack(taken)) end
@@ -422,6 +419,18 @@ end
 return {failed, ended, taken}
 """
 )
+
+FIELDS = """
+-- KEYS[1..n] question hashes (of one shard)
+-- Returns, per question, its tenant, session, run and channels ('' when unset or gone):
+-- what names the rest of its keys (keys.question_keys), for a batch script to declare.
+local out = {}
+for _, key in ipairs(KEYS) do
+  local f = redis.call('HMGET', key, 'tenant', 'session', 'run', 'channels')
+  for i = 1, 4 do out[#out + 1] = f[i] or '' end
+end
+return out
+"""
 
 RESERVE = """
 -- KEYS[1] tenant's pending zset (id -> expires_ms)   KEYS[2] tenant's ask-rate counter

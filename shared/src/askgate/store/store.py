@@ -57,6 +57,7 @@ class Store(Queries):
         self.ledger = Ledger(redis, settings)
         self.followup = FollowUp(redis, settings)
         self._reserve: AsyncScript = redis.register_script(scripts.RESERVE)
+        self._fields: AsyncScript = redis.register_script(scripts.FIELDS)
 
     # -- the ask -----------------------------------------------------------------------
 
@@ -415,16 +416,12 @@ class Store(Queries):
         return [qid.decode() for qid in reply]
 
     async def question_keys(self, ids: Sequence[str]) -> list[list[str]]:
-        """The script keys of each question (keys.question_keys), named from its stored
-        fields; a question that is gone gets names that its script never touches."""
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for qid in ids:
-                pipe.hmget(keys.question(qid), "tenant", "session", "run", "channels")
-            rows = await pipe.execute()
-        return [
-            keys.question_keys(qid, *(v.decode() if v else "" for v in row))
-            for qid, row in zip(ids, rows, strict=True)
-        ]
+        """The script keys of each question of one shard (keys.question_keys), named from
+        its stored fields (one FIELDS call for the batch); a question that is gone gets
+        names that its script never touches."""
+        flat = await self._fields(keys=[keys.question(qid) for qid in ids])
+        values = [v.decode() for v in flat]
+        return [keys.question_keys(qid, *values[4 * n : 4 * n + 4]) for n, qid in enumerate(ids)]
 
     async def sweep_shard(self, shard: int, now: int | None = None) -> tuple[int, int]:
         """End up to sweep_batch overdue questions of one shard as no_answer/timeout.
