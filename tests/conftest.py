@@ -13,6 +13,7 @@ services as processes instead (tests/e2e/conftest.py).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import secrets
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -21,7 +22,7 @@ import httpx
 import pytest
 from askgate.dev.redis_server import RedisClusterProcess, RedisProcess
 from askgate.settings import Settings
-from askgate.store.conn import connect
+from askgate.store.conn import connect, warm
 from askgate.store.tenants import create_tenant
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
@@ -54,17 +55,51 @@ def shared_redis_url(redis_server: RedisProcess) -> str:
     return f"redis://127.0.0.1:{redis_server.port}/{SHARED_DB}"
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A module or test marked `both_redis` runs once on one Redis and once on the
+    3-master cluster: its `redis`, `settings` (and what builds on them: `tenant`, the
+    in-process apps) follow `redis_mode`."""
+    # (A test that asks for redis_server or redis_url itself builds its own clients or
+    # settings for one server.)
+    own = set(inspect.signature(metafunc.function).parameters)
+    if (
+        metafunc.definition.get_closest_marker("both_redis")
+        and "redis_mode" in metafunc.fixturenames
+        and not own & {"redis_server", "redis_url"}
+    ):
+        metafunc.parametrize("redis_mode", ["one", "cluster"], indirect=True)
+
+
 @pytest.fixture
-def redis_url(request: pytest.FixtureRequest, redis_server: RedisProcess) -> str:
+def redis_mode(request: pytest.FixtureRequest) -> str:
+    """'one' (a single redis-server) unless the test is marked both_redis."""
+    return str(getattr(request, "param", "one"))
+
+
+@pytest.fixture
+def redis_url(request: pytest.FixtureRequest, redis_mode: str) -> str:
     """REDIS_URL for this test: the worker's server, a database of the test's own (or
-    SHARED_DB when the test uses one of the session's service processes)."""
+    SHARED_DB when the test uses one of the session's service processes); the worker's
+    3-master cluster when `redis_mode` says so."""
+    if redis_mode == "cluster":
+        cluster: RedisClusterProcess = request.getfixturevalue("redis_cluster")
+        return cluster.url
     if SESSION_SERVICES & set(request.fixturenames):
         return request.getfixturevalue("shared_redis_url")  # type: ignore[no-any-return]
-    return own_database(redis_server)
+    return own_database(request.getfixturevalue("redis_server"))
 
 
 @pytest.fixture
-async def redis(redis_url: str) -> AsyncIterator[Redis]:
+async def redis(
+    request: pytest.FixtureRequest, redis_url: str, redis_mode: str
+) -> AsyncIterator[Redis]:
+    if redis_mode == "cluster":
+        request.getfixturevalue("redis_cluster").flush()
+        cluster = connect(redis_url, cluster=True, max_connections=64, connect_timeout_s=10)
+        await warm(cluster)
+        yield cluster
+        await cluster.aclose()
+        return
     # A generous connect timeout: a loaded machine can take seconds to accept a connection.
     client = connect(redis_url, max_connections=64, connect_timeout_s=10)
     await client.flushdb()
@@ -98,8 +133,8 @@ async def cluster_redis(redis_cluster: RedisClusterProcess) -> AsyncIterator[Red
 
 
 @pytest.fixture
-def settings(redis_url: str) -> Settings:
-    return make_settings(redis_url)
+def settings(redis_url: str, redis_mode: str) -> Settings:
+    return make_settings(redis_url, redis_cluster=redis_mode == "cluster")
 
 
 @pytest.fixture

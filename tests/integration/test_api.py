@@ -12,6 +12,8 @@ from askgate.settings import Settings
 from tests.support.asks import Tenant, ask_body, make_settings
 from tests.support.waiting import eventually
 
+pytestmark = pytest.mark.both_redis
+
 THREE = [
     {
         "id": "env",

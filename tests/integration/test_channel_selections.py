@@ -3,6 +3,7 @@ correction a person gets for a partial answer."""
 
 from __future__ import annotations
 
+import pytest
 from askgate.channels import Answering, Selections
 from askgate.domain.models import QuestionCreate, Responder
 from askgate.settings import Settings
@@ -11,6 +12,8 @@ from askgate.store.store import Store
 from redis.asyncio import Redis
 
 from tests.support.asks import Tenant, ask_body
+
+pytestmark = pytest.mark.both_redis
 
 TWO = [
     {

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from askgate.runtime.consumer import Event, StreamConsumer
 from askgate.store import keys
+from askgate.store.conn import read_groups
 from redis.asyncio import Redis
+
+pytestmark = pytest.mark.both_redis
 
 
 async def test_same_entry_id_on_two_shards_is_handled_twice(redis: Redis) -> None:
@@ -19,6 +23,9 @@ async def test_same_entry_id_on_two_shards_is_handled_twice(redis: Redis) -> Non
     a, b = keys.all_events("text")[:2]
     await redis.xadd(a, {"type": "question.created", "id": "q00aaaaaaaaaaaaaaaa"}, id="5-0")
     await redis.xadd(b, {"type": "question.created", "id": "q01bbbbbbbbbbbbbbbb"}, id="5-0")
-    await consumer.process(await consumer.read())
+    events = []
+    for group in read_groups(redis, [a, b]):  # one read of both; one each on a cluster
+        events += await consumer.read(streams=group)
+    await consumer.process(events)
     assert sorted(seen) == [(a, "q00aaaaaaaaaaaaaaaa"), (b, "q01bbbbbbbbbbbbbbbb")]
     assert consumer.in_flight == 0

@@ -22,6 +22,8 @@ from redis.asyncio import Redis
 
 from tests.support.asks import Tenant, ask_body
 
+pytestmark = pytest.mark.both_redis
+
 EXPIRED = "This question has expired; your answer was recorded but the agent went on without it."
 ADA = Responder(channel="telegram", user_id="42", name="Ada")
 

@@ -19,6 +19,8 @@ from redis.asyncio import Redis
 
 from tests.support.asks import Tenant, ask_body
 
+pytestmark = pytest.mark.both_redis
+
 TG = {"channel": "telegram", "chat_id": "1"}
 SLACK = {"channel": "slack", "channel_id": "C1"}
 LEASE_MS = 60_000

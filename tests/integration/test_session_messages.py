@@ -6,8 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.support.asks import Tenant, ask_body
+
+pytestmark = pytest.mark.both_redis
 
 TWO_QUESTIONS = [
     {

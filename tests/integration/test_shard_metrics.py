@@ -20,6 +20,8 @@ from redis.asyncio import Redis
 
 from tests.support.asks import Tenant, ask_body
 
+pytestmark = pytest.mark.both_redis
+
 
 async def ask(store: Store, tenant: Tenant, session: str, **extra: Any) -> Record:
     body = QuestionCreate.model_validate(ask_body(session, **extra))

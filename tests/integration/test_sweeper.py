@@ -14,6 +14,8 @@ from redis.exceptions import ConnectionError
 
 from tests.support.asks import Tenant, ask_body
 
+pytestmark = pytest.mark.both_redis
+
 FUTURE_MS = 10**13
 
 

@@ -3,6 +3,7 @@ beside it, and records written before the tag still served."""
 
 from __future__ import annotations
 
+import pytest
 from askgate.store import keys
 from askgate.store.tenants import (
     add_api_key,
@@ -13,12 +14,20 @@ from askgate.store.tenants import (
     tenant_for_key,
 )
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+
+pytestmark = pytest.mark.both_redis
 
 
 async def test_tenant_keyspace(redis: Redis) -> None:
     """Creating a tenant writes exactly its record, its key index, the lookup and the list."""
     tenant, api_key = await create_tenant(redis, "acme", max_pending=5)
-    assert {k.decode() for k in await redis.keys("*")} == {
+    found = (
+        await redis.keys("*", target_nodes=RedisCluster.PRIMARIES)
+        if isinstance(redis, RedisCluster)
+        else await redis.keys("*")
+    )
+    assert {k.decode() for k in found} == {
         keys.tenant(tenant.id),
         keys.tenant_api_keys(tenant.id),
         keys.api_key(hash_key(api_key)),

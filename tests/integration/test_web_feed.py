@@ -17,6 +17,8 @@ from redis.asyncio import Redis
 
 from tests.support.asks import ask_body
 
+pytestmark = pytest.mark.both_redis
+
 
 @pytest.fixture
 async def feeds(redis: Redis) -> AsyncIterator[list[PageFeed]]:

@@ -13,7 +13,7 @@ from askgate.domain.asgi import BodyLimit
 from askgate.domain.errors import AskgateError, HttpError, ValidationFailed
 from askgate.domain.models import describe_errors
 from askgate.settings import Settings
-from askgate.store.conn import Client, connect, connect_pubsub
+from askgate.store.conn import Client, connect, connect_pubsub, warm
 from askgate.store.store import Store
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -78,6 +78,7 @@ def create_app(settings: Settings, resolver: netguard.Resolver | None = None) ->
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         redis = make_redis(settings)
+        await warm(redis)
         pubsub_redis: Client = (
             connect(settings.redis_url, cluster=True, max_connections=4)
             if settings.redis_cluster

@@ -15,7 +15,7 @@ from askgate.domain.i18n import t
 from askgate.domain.models import describe_errors
 from askgate.runtime import health
 from askgate.settings import Settings
-from askgate.store.conn import connect
+from askgate.store.conn import connect, warm
 from askgate.store.store import Store
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -46,6 +46,7 @@ def create_app(settings: Settings) -> FastAPI:
             connect_timeout_s=1.0,
             socket_timeout_s=5.0,
         )
+        await warm(redis)
         # The blocking XREAD needs its own connection with a longer read timeout.
         reader = connect(
             settings.redis_url,

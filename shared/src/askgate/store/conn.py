@@ -13,6 +13,7 @@ cluster node would answer only for the slots that node holds, so it refuses to s
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from typing import TypeAlias
 from urllib.parse import urlsplit
@@ -140,6 +141,16 @@ async def reach_all(redis: Client) -> None:
         nodes[node.name] = node
     for node in nodes.values():
         await redis.ping(target_nodes=node)
+
+
+async def warm(redis: Client) -> None:
+    """Learn a cluster's slot map once, before concurrent use: redis-py's RedisCluster
+    can fail commands that race its first, lazy initialisation (AttributeError on a
+    connection not yet open). A no-op on one Redis, and on a cluster not reached yet
+    (the first command then tries again)."""
+    if isinstance(redis, RedisCluster):
+        with contextlib.suppress(RedisError, OSError):
+            await redis.initialize()
 
 
 def read_groups(redis: Client, names: Iterable[str]) -> list[list[str]]:

@@ -1,0 +1,94 @@
+"""After warm-up, askgate's clients send every command to the node that serves its slot:
+no node answers MOVED, ASK or CROSSSLOT (each master's `INFO errorstats` counts every
+error reply it sent, so this sees what a MONITOR of each node would)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import redis as redis_sync
+from askgate.dev.redis_server import RedisClusterProcess
+from askgate.runtime.consumer import Event, StreamConsumer
+from askgate.store.conn import warm
+from askgate.store.tenants import create_tenant
+from askgate_sweeper.__main__ import sweep_once, timers_once, watch_once
+
+from tests.support.asks import ask_body, make_settings
+from tests.support.waiting import eventually
+
+ROUTING_ERRORS = ("MOVED", "ASK", "CROSSSLOT", "TRYAGAIN")
+
+
+def routing_errors(cluster: RedisClusterProcess) -> dict[str, int]:
+    """Routing error replies sent so far, per `<port>:<error>`."""
+    out: dict[str, int] = {}
+    for node in cluster.nodes:
+        client = redis_sync.Redis(host="127.0.0.1", port=node.port)
+        try:
+            stats: dict[str, Any] = client.info("errorstats")
+        finally:
+            client.close()
+        for name in ROUTING_ERRORS:
+            out[f"{node.port}:{name}"] = int(stats.get(f"errorstat_{name}", {}).get("count", 0))
+    return out
+
+
+async def test_no_moved_or_crossslot_after_warm_up(redis_cluster: RedisClusterProcess) -> None:
+    """Asks, waits, answers, a run's abort, sweeps, timers, the watchdog, metrics and a
+    channel's stream reads on the shards of every node: no routing error after warm-up."""
+    from askgate_api.app import create_app
+
+    redis_cluster.flush()
+    settings = make_settings(redis_cluster.url, redis_cluster=True)
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        store = app.state.store
+        redis = store.redis
+        await warm(redis)
+        _, api_key = await create_tenant(redis, "routing")
+        h = {"Authorization": f"Bearer {api_key}"}
+        transport = httpx.ASGITransport(app=app)
+        seen: list[Event] = []
+
+        async def handle(event: Event) -> None:
+            seen.append(event)
+
+        consumer = StreamConsumer(redis, "web", "c1", handle, block_ms=100)
+        stop = asyncio.Event()
+        reader = asyncio.create_task(consumer.run(stop))
+        async with httpx.AsyncClient(transport=transport, base_url="http://askgate") as api:
+
+            async def round_trip(n: int) -> None:
+                ids = []
+                for i in range(12):  # sessions over every node's shards
+                    body = ask_body(f"r{n}-{i}", run_id=f"run-{n}" if i % 3 == 0 else None)
+                    made = await api.post("/v1/questions", json=body, headers=h)
+                    assert made.status_code == 201, made.text
+                    ids.append(made.json()["id"])
+                waiter = asyncio.create_task(
+                    api.get(f"/v1/questions/{ids[1]}/wait?timeout_s=30", headers=h)
+                )
+                await eventually(lambda: app.state.waiters.waiting(ids[1]), "the waiter")
+                for qid in ids[1:6]:
+                    r = await api.post(f"/v1/questions/{qid}/reply", json={"text": "2"}, headers=h)
+                    assert r.status_code == 200, r.text
+                assert (await waiter).json()["status"] == "answered"
+                r = await api.post(f"/v1/runs/run-{n}/abort", headers=h)
+                assert r.status_code == 200, r.text
+                await sweep_once(store, now=10**13)
+                await timers_once(store, now=10**13)
+                await watch_once(store, now=10**13)
+                assert (await api.get("/metrics")).status_code == 200
+                assert (await api.get("/readyz")).status_code == 200
+                await eventually(lambda: len(seen) >= 24 * (n + 1), "the stream entries", 30)
+
+            await round_trip(0)  # warm-up: the clients learn the slot map
+            before = routing_errors(redis_cluster)
+            await round_trip(1)
+            after = routing_errors(redis_cluster)
+        stop.set()
+        await asyncio.wait_for(reader, 15)
+    grew = {k: after[k] - before[k] for k in after if after[k] != before[k]}
+    assert not grew, f"routing errors after warm-up: {grew}"
