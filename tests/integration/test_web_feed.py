@@ -26,7 +26,7 @@ async def feeds(redis: Redis) -> AsyncIterator[list[PageFeed]]:
     pair = [PageFeed(), PageFeed()]
     tasks = [asyncio.create_task(h.run(redis)) for h in pair]
     for h in pair:
-        await asyncio.wait_for(h.ready.wait(), 5)
+        await asyncio.wait_for(h.ready.wait(), 30)  # a bound, not a timing
     yield pair
     for task in tasks:
         task.cancel()
