@@ -29,6 +29,11 @@ class Settings(BaseSettings):
     # RQ (the webhook jobs) needs a Redis that is not a cluster: unset means REDIS_URL,
     # which a clustered deployment must not use for it (see jobs_redis()).
     jobs_redis_url: str = Field("", pattern=r"^$|^(redis|rediss|unix)://")
+    # After storing an ask, WAIT until this many replicas of its node have it (0: do not
+    # wait); an ask not copied within redis_wait_timeout_ms is answered 503, not 201, so
+    # a failover cannot lose an ask the agent was told about.
+    redis_wait_replicas: int = Field(0, ge=0, le=16)
+    redis_wait_timeout_ms: int = Field(1000, ge=1, le=60_000)
     api_host: str = "127.0.0.1"
     api_port: int = Field(8000, ge=1, le=65535)
     # The web Control UI's public base URL (links in prompts point there).

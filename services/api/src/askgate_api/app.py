@@ -99,6 +99,7 @@ def create_app(settings: Settings, resolver: netguard.Resolver | None = None) ->
             yield
         finally:
             await app.state.waiters.stop()
+            await app.state.store.aclose()
             await redis.aclose()
             await pubsub_redis.aclose()
 

@@ -252,9 +252,11 @@ def free_cluster_port(taken: set[int] | None = None) -> int:
 
 
 class RedisClusterProcess:
-    """A Redis Cluster of `masters` redis-server processes on loopback (no replicas),
-    slots split evenly. `kill(i)` / `restart(i)` take one node away and bring it back
-    on the same port with its cluster identity (and its data when `persist`)."""
+    """A Redis Cluster of `masters` redis-server processes on loopback, slots split
+    evenly, each master with `replicas` replicas (`nodes`: the masters first, then the
+    replicas of master 0, of master 1, …). `kill(i)` / `restart(i)` take one node away
+    and bring it back on the same port with its cluster identity (and its data when
+    `persist`); a killed master's replica takes over after node_timeout_ms."""
 
     def __init__(
         self,
@@ -262,12 +264,15 @@ class RedisClusterProcess:
         node_timeout_ms: int = 1000,
         persist: bool = False,
         binary: str | None = None,
+        replicas: int = 0,
     ) -> None:
         self.binary = binary or newest_redis_server()
+        self.masters = masters
+        self.replicas = replicas
         root = tempfile.mkdtemp(prefix="askgate-cluster-")
         ports: set[int] = set()
         self.nodes: list[RedisProcess] = []
-        for i in range(masters):
+        for i in range(masters * (1 + replicas)):
             port = free_cluster_port(ports)
             ports |= {port, port + CLUSTER_BUS_OFFSET}
             self.nodes.append(
@@ -296,7 +301,7 @@ class RedisClusterProcess:
         return self.nodes[0].url
 
     def slot_ranges(self) -> list[tuple[int, int]]:
-        n = len(self.nodes)
+        n = self.masters
         bounds = [CLUSTER_SLOTS * i // n for i in range(n + 1)]
         return [(bounds[i], bounds[i + 1] - 1) for i in range(n)]
 
@@ -310,7 +315,8 @@ class RedisClusterProcess:
             for node in self.nodes:
                 node.start()
             ranged = server_version(self.binary) >= (7, 0)
-            for node, (first, last) in zip(self.nodes, self.slot_ranges(), strict=True):
+            masters = self.nodes[: self.masters]
+            for node, (first, last) in zip(masters, self.slot_ranges(), strict=True):
                 with self._client(node) as c:
                     if ranged:
                         c.execute_command("CLUSTER", "ADDSLOTSRANGE", first, last)
@@ -320,10 +326,37 @@ class RedisClusterProcess:
                 for node in self.nodes[1:]:
                     c.execute_command("CLUSTER", "MEET", "127.0.0.1", node.port)
             self.wait_ok(timeout_s)
+            self._replicate(timeout_s)
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _replicate(self, timeout_s: float) -> None:
+        """Make each replica node follow its master, and wait until it has synced."""
+        for i, master in enumerate(self.nodes[: self.masters]):
+            with self._client(master) as c:
+                master_id = c.execute_command("CLUSTER", "MYID").decode()
+            for j in range(self.replicas):
+                replica = self.nodes[self.masters + i * self.replicas + j]
+                deadline = time.monotonic() + timeout_s
+                while True:  # the replica may not know the master's id yet (gossip)
+                    try:
+                        with self._client(replica) as c:
+                            c.execute_command("CLUSTER", "REPLICATE", master_id)
+                        break
+                    except RedisError:
+                        if time.monotonic() > deadline:
+                            raise
+                        time.sleep(0.05)
+                while True:
+                    with self._client(replica) as c:
+                        info = c.info("replication")
+                    if info.get("master_link_status") == "up":
+                        break
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"replica {replica.port} did not sync")
+                    time.sleep(0.05)
 
     def _state(self, node: RedisProcess) -> str:
         try:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import orjson
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 from redis.commands.core import AsyncScript
 
 from askgate.domain.answers import canonical_answers, ended_message, late_message
@@ -21,6 +23,7 @@ from askgate.domain.errors import (
     NotFound,
     RateLimited,
     SessionBusy,
+    Unavailable,
     ValidationFailed,
 )
 from askgate.domain.models import FREE_TEXT_MAX, QuestionCreate, Remind, Responder
@@ -57,6 +60,7 @@ class Store(Queries):
         self.ledger = Ledger(redis, settings)
         self.followup = FollowUp(redis, settings)
         self._reserve: AsyncScript = redis.register_script(scripts.RESERVE)
+        self._node_clients: dict[str, Redis] = {}
         self._fields: AsyncScript = redis.register_script(scripts.FIELDS)
 
     # -- the ask -----------------------------------------------------------------------
@@ -163,7 +167,7 @@ class Store(Queries):
         for due, timer in plan(qid, now, expires, remind, body.escalate):
             timers += [due, timer.member]
         try:
-            reply = await self._create(
+            reply = await self._stored(
                 keys=[
                     keys.question(qid),
                     keys.session(shard, tenant, body.session),
@@ -194,6 +198,13 @@ class Store(Queries):
         except BaseException:
             await self._release(tenant, qid)
             raise
+        if reply[0] == b"unreplicated":
+            raise Unavailable(
+                f"the ask {qid} was stored but not copied to "
+                f"{self.settings.redis_wait_replicas} Redis replica(s) in time; retry it with "
+                "the same tool_call_id (a retry finds it) or shortly",
+                retry_after_s=1,
+            )
         if reply[0] == b"busy":
             await self._release(tenant, qid)
             pending_id = reply[1].decode()
@@ -219,6 +230,39 @@ class Store(Queries):
         if steps_doc:
             record["steps"] = orjson.dumps(steps_doc).decode()
         return Record(qid, record), True
+
+    async def _stored(self, keys: list[str], args: list[Any]) -> list[bytes]:
+        """Run CREATE; with redis_wait_replicas, then WAIT on the same connection (WAIT
+        counts only that connection's writes), and reply ['unreplicated'] when fewer
+        replicas than asked acknowledged it in time. On a cluster the pipeline goes to
+        the node of the question's slot through a plain client of that node."""
+        n = self.settings.redis_wait_replicas
+        if not n:
+            return list(await self._create(keys=keys, args=args))
+        client: Redis = self.redis
+        if isinstance(self.redis, RedisCluster):
+            await self.redis.initialize()
+            node = self.redis.get_node_from_key(keys[0])
+            client = self._node_clients.get(node.name) or self._node_client(node.host, node.port)
+            self._node_clients[node.name] = client
+        async with client.pipeline(transaction=False) as pipe:
+            await self._create(keys=keys, args=args, client=pipe)
+            pipe.wait(n, self.settings.redis_wait_timeout_ms)
+            reply, acked = await pipe.execute()
+        if reply[0] == b"created" and int(acked) < n:
+            return [b"unreplicated"]
+        return list(reply)
+
+    @staticmethod
+    def _node_client(host: str, port: int) -> Redis:
+        return Redis(host=host, port=int(port), socket_connect_timeout=1.0, max_connections=32)
+
+    async def aclose(self) -> None:
+        """Close the clients the store opened itself (the WAIT path's, per cluster node);
+        the client it was given is its owner's to close."""
+        clients, self._node_clients = list(self._node_clients.values()), {}
+        for client in clients:
+            await client.aclose()
 
     async def _release(self, tenant: str, qid: str) -> None:
         try:
