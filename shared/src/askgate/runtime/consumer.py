@@ -25,7 +25,7 @@ from redis.exceptions import RedisError, ResponseError
 
 from askgate.domain.events import QuestionEvent, parse_event
 from askgate.store import keys
-from askgate.store.conn import read_groups
+from askgate.store.conn import read_groups, warm
 
 log = structlog.get_logger("askgate.consumer")
 
@@ -116,6 +116,7 @@ class StreamConsumer:
         """Read (one task per read group) and reclaim every claim_every_s until `stop`,
         then drain the handlers in flight."""
         log.info("consumer.started", channel=self.channel, consumer=self.consumer)
+        await warm(self.redis)  # before the readers start at once
         readers = [
             asyncio.create_task(self._read_loop(group, stop))
             for group in read_groups(self.redis, self.streams)
