@@ -1,4 +1,4 @@
-"""README "The ask": every rule of the ask, as the exact 422 line that names the field and the fix,
+"""SPEC §1: every rule of the ask, as the exact 422 line that names the field and the fix,
 and the normalisations that are accepted instead of refused."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import regex
-from askgate.domain.models import HEADER_MAX, QuestionCreate, QuestionIn, validation_message
+from askgate.domain.models import HEADER_MAX, QuestionCreate, validation_message
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
@@ -23,7 +23,7 @@ Body = dict[str, Any]
 
 
 def ask(**top: Any) -> Body:
-    """README "The ask" example with a session; keyword arguments replace top-level fields."""
+    """The SPEC §1 example ask with a session; keyword arguments replace top-level fields."""
     return ask_body(**top)
 
 
@@ -207,7 +207,7 @@ BAD_ASKS = [
 
 @pytest.mark.parametrize(("body", "line"), BAD_ASKS)
 def test_bad_ask_names_the_field_and_the_fix(body: Body, line: str) -> None:
-    """Each broken rule of README "The ask" is refused with exactly one line naming path and fix."""
+    """Each broken rule of SPEC §1 is refused with exactly one line naming path and fix."""
     assert errors_of(body) == [line]
 
 
@@ -311,9 +311,7 @@ def test_devanagari_conjunct_counts_as_one_character() -> None:
 def test_header_cut_is_a_grapheme_prefix(header: str) -> None:
     """For any header the stored one is at most 12 whole clusters of the trimmed input."""
     normalised = " ".join(header.split())
-    cut = QuestionIn.model_validate(
-        {"id": "a", "header": header, "question": "Q?", "options": options("x", "y")}
-    ).header
+    cut = parsed(with_question(header=header)).questions[0].header
     clusters = GRAPHEME.findall(cut)
     assert 1 <= len(clusters) <= HEADER_MAX
     assert normalised.startswith(cut)
@@ -379,7 +377,7 @@ def test_telegram_chat_id_number_becomes_text() -> None:
 
 
 def test_spec_example_round_trips() -> None:
-    """The README "The ask" example validates unchanged, with its context defaults filled in."""
+    """The SPEC §1 example validates unchanged, with its context defaults filled in."""
     created = parsed(ask())
     assert created.locale == "en"
     assert created.primary is True
