@@ -25,7 +25,14 @@ from starlette.exceptions import HTTPException
 
 from askgate_api import routes
 from askgate_api.auth import TenantCache
-from askgate_api.fastpath import ASK_PATH, WAIT_PATH, serve_ask, serve_wait
+from askgate_api.fastpath import (
+    ANSWER_PATH,
+    ASK_PATH,
+    WAIT_PATH,
+    serve_answer,
+    serve_ask,
+    serve_wait,
+)
 from askgate_api.liveness import Liveness
 from askgate_api.outbound import OutboundCheck
 from askgate_api.responses import error_response, redis_unavailable
@@ -49,7 +56,7 @@ def _error_body(status: int, message: str) -> bytes:
 
 
 class AskgateAPI(FastAPI):
-    """FastAPI with the ask and the long-poll `wait` served first as plain ASGI
+    """FastAPI with the ask, the long-poll `wait`, answer and reply served first as plain ASGI
     (see fastpath.py), behind one body-size limit for every endpoint."""
 
     def __init__(self, *, body_max_bytes: int, **kwargs: Any) -> None:
@@ -65,8 +72,14 @@ class AskgateAPI(FastAPI):
                 match = WAIT_PATH.match(scope["path"])
                 if match is not None:
                     return await serve_wait(self, scope, send, match.group(1))
-            elif scope["method"] == "POST" and scope["path"] == ASK_PATH:
-                return await serve_ask(self, scope, receive, send)
+            elif scope["method"] == "POST":
+                if scope["path"] == ASK_PATH:
+                    return await serve_ask(self, scope, receive, send)
+                match = ANSWER_PATH.match(scope["path"])
+                if match is not None:
+                    return await serve_answer(
+                        self, scope, receive, send, match.group(1), match.group(2)
+                    )
         await super().__call__(scope, receive, send)
 
 

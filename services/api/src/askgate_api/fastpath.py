@@ -1,4 +1,4 @@
-"""The two hot endpoints served as plain ASGI, ahead of FastAPI's routing.
+"""The hot endpoints served as plain ASGI, ahead of FastAPI's routing.
 
 - GET /v1/questions/{id}/wait: a long-poll spends its life suspended. Through FastAPI each
   suspended request holds ~15 nested coroutines, exit stacks and exception layers (about
@@ -6,6 +6,8 @@
   thousands of waiters.
 - POST /v1/questions: the ask. FastAPI's body dependency, parameter solving and
   exception layers cost more per request than validating the ask itself.
+- POST /v1/questions/{id}/answer and /reply: the answer a waiting agent is woken by; its
+  response is on the same path as the wake.
 
 Behaviour and errors are the same as the FastAPI routes in routes.py, which stay for the
 OpenAPI document (and serve anything the fast path does not match).
@@ -21,11 +23,18 @@ import orjson
 from askgate.domain.asgi import parse_json
 from askgate.domain.errors import (
     AskgateError,
+    IncompleteAnswer,
     NotPrimary,
     Unauthorized,
     ValidationFailed,
 )
-from askgate.domain.models import QuestionCreate, validation_message
+from askgate.domain.models import (
+    AnswerBody,
+    QuestionCreate,
+    ReplyBody,
+    Responder,
+    validation_message,
+)
 from askgate.store.record import Record
 from askgate.store.store import Store
 from askgate.store.tenants import Tenant
@@ -33,12 +42,13 @@ from pydantic import ValidationError
 from redis.exceptions import RedisError
 
 from askgate_api.liveness import Liveness
-from askgate_api.metrics import ASKS, WAITERS
+from askgate_api.metrics import ASKS, FINALS, WAITERS
 from askgate_api.outbound import OutboundCheck
 from askgate_api.responses import error_response, redis_unavailable, resource
 from askgate_api.waiters import WAIT_MAX_S, wait_final
 
 WAIT_PATH = re.compile(r"^/v1/questions/([^/]+)/wait$")
+ANSWER_PATH = re.compile(r"^/v1/questions/([^/]+)/(answer|reply)$")
 ASK_PATH = "/v1/questions"
 DEFAULT_TIMEOUT_S = 30.0
 _JSON = (b"content-type", b"application/json")
@@ -132,6 +142,50 @@ async def serve_ask(app: Any, scope: Scope, receive: Receive, send: Send) -> Non
     except (RedisError, OSError):
         return await _fail(send, redis_unavailable())
     await _respond(send, 201 if created else 200, [_JSON], body)
+
+
+def _json_body(scope: Scope, raw: bytes) -> Any:
+    """The body as FastAPI reads it for a model: required, JSON when the content type
+    says JSON or says nothing (anything else is not an object)."""
+    if not raw:
+        raise ValidationFailed("body is required")
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            kind = value.decode("latin-1").split(";", 1)[0].strip().lower()
+            if kind != "application/json" and not (
+                kind.startswith("application/") and kind.endswith("+json")
+            ):
+                raise ValidationFailed("body must be an object")
+    return parse_json(raw)
+
+
+async def serve_answer(
+    app: Any, scope: Scope, receive: Receive, send: Send, question_id: str, kind: str
+) -> None:
+    """POST /v1/questions/{id}/answer (`kind` "answer") or /reply ("reply")."""
+    state = app.state
+    try:
+        tenant = await state.tenants.resolve(_bearer(scope))
+        data = _json_body(scope, await _body(receive))
+        try:
+            body = (AnswerBody if kind == "answer" else ReplyBody).model_validate(data)
+        except ValidationError as exc:
+            lines = validation_message(exc)
+            raise ValidationFailed("; ".join(lines), lines) from None
+        responder = body.responder or Responder(channel="api")
+        if isinstance(body, AnswerBody):
+            rec = await state.store.answer(tenant.id, question_id, body.answers, responder)
+        else:
+            rec, parsed = await state.store.reply(tenant.id, question_id, body.text, responder)
+            if parsed.kind == "incomplete":
+                raise IncompleteAnswer(parsed.message or "incomplete reply", parsed.missing)
+        FINALS.labels(rec.status.value, rec.reason.value if rec.reason else "").inc()
+        out = orjson.dumps(resource(state.settings, rec))
+    except AskgateError as exc:
+        return await _fail(send, exc)
+    except (RedisError, OSError):
+        return await _fail(send, redis_unavailable())
+    await _respond(send, 200, [_JSON], out)
 
 
 async def create_ask(

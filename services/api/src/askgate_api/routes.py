@@ -162,6 +162,7 @@ async def wait_question(
 async def answer(
     request: Request, tenant: TenantDep, question_id: str, body: AnswerBody
 ) -> Response:
+    # Served by fastpath.serve_answer; this route documents it and serves any stray match.
     rec = await _store(request).answer(
         tenant.id, question_id, body.answers, body.responder or Responder(channel="api")
     )
@@ -175,6 +176,7 @@ async def answer(
     summary="Answer with plain text, parsed like a chat reply",
 )
 async def reply(request: Request, tenant: TenantDep, question_id: str, body: ReplyBody) -> Response:
+    # Served by fastpath.serve_answer, like answer.
     rec, parsed = await _store(request).reply(
         tenant.id, question_id, body.text, body.responder or Responder(channel="api")
     )
