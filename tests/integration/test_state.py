@@ -234,3 +234,40 @@ async def test_abort_after_a_timeout_in_the_run(
     assert await store.abort_run(tenant.id, "run-x") == [pending]
     rec = await store.load(expired)
     assert rec is not None and rec.reason == "timeout"
+
+
+async def test_an_answered_question_keeps_its_result_once_in_the_result_key(
+    redis: Redis, settings: Settings, tenant: Tenant
+) -> None:
+    """The result is stored once, in the public result key; the hash holds only short
+    values (Redis keeps it a compact listpack), and the question still shows its result."""
+    store = Store(redis, settings)
+    (qid,) = await create_many(store, tenant.id, 1, "once")
+    await store.answer(tenant.id, qid, {"deploy_target": ["Production"]})
+    assert not await redis.hexists(keys.question(qid), "result")
+    assert await redis.object("encoding", keys.question(qid)) in (b"listpack", b"ziplist")
+    rec = await store.get(tenant.id, qid)
+    assert rec.result == {
+        "status": "answered",
+        "answers": {"answers": {"deploy_target": ["Production"]}},
+    }
+    assert rec.public_dict()["result"] == rec.result
+    (listed,) = await store.list_session(tenant.id, "once-0")
+    assert listed.result == rec.result
+
+
+async def test_a_question_answered_before_still_shows_the_result_its_hash_kept(
+    redis: Redis, settings: Settings, tenant: Tenant
+) -> None:
+    """A question answered when the hash kept a copy of the result reads as before."""
+    store = Store(redis, settings)
+    (qid,) = await create_many(store, tenant.id, 1, "old")
+    await store.answer(tenant.id, qid, {"deploy_target": ["Staging (Recommended)"]})
+    kept = await redis.get(keys.result_key(qid))
+    await redis.hset(keys.question(qid), "result", kept)  # as RESOLVE wrote it then
+    await redis.delete(keys.result_key(qid))
+    rec = await store.get(tenant.id, qid)
+    assert rec.result == {
+        "status": "answered",
+        "answers": {"answers": {"deploy_target": ["Staging (Recommended)"]}},
+    }

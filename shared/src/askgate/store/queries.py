@@ -11,7 +11,7 @@ from askgate.domain.status import Status
 from askgate.domain.timeutil import now_ms
 from askgate.settings import Settings
 from askgate.store import keys
-from askgate.store.record import Record, decode_hash, record_from
+from askgate.store.record import READS, Record, decode_hash, queue_reads, record_from
 
 
 class Queries:
@@ -20,15 +20,13 @@ class Queries:
 
     async def load(self, question_id: str) -> Record | None:
         try:
-            key = keys.question(question_id)
+            keys.shard_of(question_id)
         except ValueError:
-            return None
+            return None  # not a question id
         async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.hgetall(key)
-            pipe.get(keys.doc(question_id))
-            pipe.hgetall(keys.deliveries(question_id))
-            raw, blob, sent = await pipe.execute()
-        return record_from(question_id, raw, blob, sent)
+            queue_reads(pipe, question_id)
+            rows = await pipe.execute()
+        return record_from(question_id, *rows)
 
     async def get(self, tenant: str, question_id: str) -> Record:
         rec = await self.load(question_id)
@@ -59,13 +57,11 @@ class Queries:
             return []
         async with self.redis.pipeline(transaction=False) as pipe:
             for qid in ids:
-                pipe.hgetall(keys.question(qid))
-                pipe.get(keys.doc(qid))
-                pipe.hgetall(keys.deliveries(qid))
+                queue_reads(pipe, qid)
             rows = await pipe.execute()
         out = []
         for i, qid in enumerate(ids):
-            rec = record_from(qid, rows[3 * i], rows[3 * i + 1], rows[3 * i + 2])
+            rec = record_from(qid, *rows[READS * i : READS * (i + 1)])
             if rec is not None and (status is None or rec.status == status):
                 out.append(rec)
         return out
@@ -107,14 +103,12 @@ class Queries:
         page = order[:limit]
         async with self.redis.pipeline(transaction=False) as pipe:
             for _, qid in page:
-                pipe.hgetall(keys.question(qid))
-                pipe.get(keys.doc(qid))
-                pipe.hgetall(keys.deliveries(qid))
+                queue_reads(pipe, qid)
             loaded = await pipe.execute() if page else []
         recs = [
             rec
             for n, (_, qid) in enumerate(page)
-            if (rec := record_from(qid, *loaded[3 * n : 3 * n + 3])) is not None
+            if (rec := record_from(qid, *loaded[READS * n : READS * (n + 1)])) is not None
         ]
         more = len(order) > limit
         return recs, f"{page[-1][0]}.{page[-1][1]}" if more and page else None

@@ -10,7 +10,7 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from pydantic import TypeAdapter
@@ -403,16 +403,39 @@ def decode_doc(blob: bytes) -> dict[str, str]:
     return out
 
 
+class Reads(Protocol):
+    """A pipeline (redis-py's, sync or async) that the reads of a Record are queued on."""
+
+    def hgetall(self, name: str) -> Any: ...
+    def get(self, name: str) -> Any: ...
+
+
+# How many replies queue_reads adds: record_from takes them in this order.
+READS = 4
+
+
+def queue_reads(pipe: Reads, question_id: str) -> None:
+    """Queue the reads of one question: its hash, doc, deliveries and public result."""
+    pipe.hgetall(keys.question(question_id))
+    pipe.get(keys.doc(question_id))
+    pipe.hgetall(keys.deliveries(question_id))
+    pipe.get(keys.result_key(question_id))
+
+
 def record_from(
     question_id: str,
     raw: Mapping[bytes, bytes],
     blob: bytes | None,
     deliveries: Mapping[bytes, bytes] | None = None,
+    result: bytes | None = None,
 ) -> Record | None:
-    """A Record from the question hash, its doc and its deliveries hash as read from Redis
-    (None if gone). The deliveries' `d:<i>` fields join the record's fields."""
+    """A Record from the question hash, its doc, its deliveries hash and its result key as
+    read from Redis (None if gone). The deliveries' `d:<i>` fields join the record's
+    fields. An answered question's result is read from its public result key; a question
+    answered before the hash stopped keeping a copy has it in the hash, used as it is."""
     if not raw or blob is None:
         return None
-    return Record(
-        question_id, {**decode_hash(raw), **decode_doc(blob), **decode_hash(deliveries or {})}
-    )
+    fields = {**decode_hash(raw), **decode_doc(blob), **decode_hash(deliveries or {})}
+    if result is not None and "result" not in fields and fields.get("status") == Status.ANSWERED:
+        fields["result"] = result.decode()
+    return Record(question_id, fields)

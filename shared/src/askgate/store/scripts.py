@@ -79,10 +79,11 @@ local function resolve(G, due, id, status, reason, result, responder, now, keep_
   if not f[1] then return {'missing'} end
   local allowed = ALLOWED[f[1]]
   if not allowed or not allowed[status] then return {'final', f[1], f[6] or ''} end
-  -- A no_answer result is always {"status":"no_answer"}: the hash keeps only the reason.
+  -- The result lives in its public key alone (the hash keeps short values, so Redis can
+  -- keep it a listpack); a no_answer result is always {"status":"no_answer"}, and the
+  -- hash keeps its reason.
   if status == 'answered' then
-    redis.call('HSET', qkey, 'status', status, 'result', result, 'responder', responder,
-               'resolved', now)
+    redis.call('HSET', qkey, 'status', status, 'responder', responder, 'resolved', now)
   elseif responder ~= '' then
     redis.call('HSET', qkey, 'status', status, 'reason', reason, 'responder', responder,
                'resolved', now)

@@ -32,7 +32,7 @@ from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
 
 from askgate.store import keys
-from askgate.store.record import Record, record_from
+from askgate.store.record import Record, queue_reads, record_from
 
 WRITE = """
 -- KEYS[1] question hash   KEYS[2] the shard's webhook dead-letter stream
@@ -196,11 +196,8 @@ class WebhookState:
     def load(self, question_id: str) -> Record | None:
         """The whole question as the API shows it (None once it is gone)."""
         pipe = self.redis.pipeline(transaction=False)
-        pipe.hgetall(keys.question(question_id))
-        pipe.get(keys.doc(question_id))
-        pipe.hgetall(keys.deliveries(question_id))
-        raw, blob, more = pipe.execute()
-        return record_from(question_id, raw, blob, more)
+        queue_reads(pipe, question_id)
+        return record_from(question_id, *pipe.execute())
 
     def read(self, delivery: str) -> Current | None:
         question_id, _ = parse_delivery(delivery)
