@@ -247,13 +247,19 @@ async def test_a_dead_consumers_entries_are_reclaimed_on_a_cluster(
 
 
 async def test_control_ui_reader_hears_every_node_on_a_cluster(
-    cluster_redis: RedisCluster, cluster_settings: Settings, cluster_tenant: Tenant
+    redis_cluster: RedisClusterProcess,
+    cluster_redis: RedisCluster,
+    cluster_settings: Settings,
+    cluster_tenant: Tenant,
 ) -> None:
     """The web service's broadcast read wakes the page of a session on each node."""
     from askgate_web.feed import PageFeed
 
+    # Its own client, as in the web service: its blocking reads (one per shard) hold
+    # their connections, which the asks below must not have to share.
+    reader = connect(redis_cluster.url, cluster=True)
     feed = PageFeed()
-    task = asyncio.create_task(feed.run(cluster_redis))
+    task = asyncio.create_task(feed.run(reader))
     try:
         await asyncio.wait_for(feed.ready.wait(), 15)
         store = Store(cluster_redis, cluster_settings)
@@ -266,6 +272,7 @@ async def test_control_ui_reader_hears_every_node_on_a_cluster(
         feed.close()
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+        await reader.aclose()
 
 
 @pytest.fixture
