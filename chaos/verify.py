@@ -45,7 +45,12 @@ def settled(q: dict[str, Any], channels: list[Channel]) -> bool:
         return False
     if q["webhook"] is None or q["webhook"]["status"] == "pending":
         return False
-    if any((late.get("webhook") or {}).get("status") == "pending" for late in q["late_answers"]):
+    # A late answer's delivery is owed from the moment it is kept: it shows no webhook
+    # until the webhooks service (perhaps restarting) has begun its chain.
+    if any(
+        late.get("webhook") is None or late["webhook"]["status"] == "pending"
+        for late in q["late_answers"]
+    ):
         return False
     return not any(ch.owed(q) for ch in channels)
 
