@@ -95,7 +95,7 @@ async def redis(
 ) -> AsyncIterator[Redis]:
     if redis_mode == "cluster":
         request.getfixturevalue("redis_cluster").flush()
-        cluster = connect(redis_url, cluster=True, max_connections=64, connect_timeout_s=10)
+        cluster = connect(redis_url, cluster=True, max_connections=256, connect_timeout_s=10)
         await warm(cluster)
         yield cluster
         await cluster.aclose()
@@ -126,7 +126,7 @@ def own_cluster() -> Iterator[RedisClusterProcess]:
 async def cluster_redis(redis_cluster: RedisClusterProcess) -> AsyncIterator[RedisCluster]:
     """A RedisCluster client of the emptied session cluster."""
     redis_cluster.flush()
-    client = connect(redis_cluster.url, cluster=True, max_connections=64)
+    client = connect(redis_cluster.url, cluster=True, max_connections=256)
     assert isinstance(client, RedisCluster)
     yield client
     await client.aclose()
