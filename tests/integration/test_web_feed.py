@@ -11,7 +11,6 @@ import pytest
 from askgate.domain.models import QuestionCreate
 from askgate.domain.status import Reason
 from askgate.settings import Settings
-from askgate.store.conn import connect
 from askgate.store.store import Store
 from askgate_web.feed import Change, PageFeed
 from redis.asyncio import Redis
@@ -22,24 +21,17 @@ pytestmark = pytest.mark.both_redis
 
 
 @pytest.fixture
-async def feeds(redis_url: str, redis_mode: str) -> AsyncIterator[list[PageFeed]]:
-    """Two replicas' feeds, each on its own client as in the web service (on a cluster a
-    feed's blocking reads, one per shard, hold that many connections), reading the web
-    streams until the test ends."""
-    clients = [connect(redis_url, cluster=redis_mode == "cluster") for _ in range(2)]
+async def feeds(redis: Redis) -> AsyncIterator[list[PageFeed]]:
+    """Two replicas' feeds, reading the web streams until the test ends."""
     pair = [PageFeed(), PageFeed()]
-    tasks = [asyncio.create_task(h.run(c)) for h, c in zip(pair, clients, strict=True)]
-    try:
-        for h in pair:
-            await asyncio.wait_for(h.ready.wait(), 30)  # a bound, not a timing
-        yield pair
-    finally:
-        for task in tasks:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        for c in clients:
-            await c.aclose()
+    tasks = [asyncio.create_task(h.run(redis)) for h in pair]
+    for h in pair:
+        await asyncio.wait_for(h.ready.wait(), 30)  # a bound, not a timing
+    yield pair
+    for task in tasks:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 async def test_every_replica_gets_every_event(
