@@ -23,6 +23,7 @@ async def test_reply_to_other_prompt_is_the_free_text_answer(tg: Harness) -> Non
     """The reply to the ForceReply becomes the answer, literally (even "1")."""
     q = await tg.ask()
     prompt = await tg.prompt()
+    await tg.delivered(q["id"])  # the chat knows its pending question once confirmed
     await tg.post(tg.fake.tap(prompt, prompt.buttons[-1][0]["callback_data"], ADA))
     force = tg.fake.messages(PRIVATE)[-1]
     await tg.post(tg.fake.text(PRIVATE, "1", ADA, reply_to=force))
@@ -52,6 +53,7 @@ async def test_number_reply_picks_the_option(tg: Harness) -> None:
     """The chat's next message "2" answers with option 2."""
     q = await tg.ask()
     await tg.prompt()
+    await tg.delivered(q["id"])  # the chat knows its pending question once confirmed
     await tg.post(tg.fake.text(PRIVATE, "2", ADA))
     assert answers(await tg.wait_result(q["id"])) == {"deploy_target": ["Production"]}
 
@@ -60,6 +62,7 @@ async def test_label_reply_picks_the_option(tg: Harness) -> None:
     """A reply to the prompt naming a label (any case) picks that label."""
     q = await tg.ask()
     prompt = await tg.prompt()
+    await tg.delivered(q["id"])  # the chat knows its pending question once confirmed
     await tg.post(tg.fake.text(PRIVATE, "staging", ADA, reply_to=prompt))
     assert answers(await tg.wait_result(q["id"])) == {"deploy_target": ["Staging (Recommended)"]}
 
@@ -68,6 +71,7 @@ async def test_other_text_reply_is_free_text(tg: Harness) -> None:
     """Text that is neither a number nor a label is the free-text answer."""
     q = await tg.ask()
     await tg.prompt()
+    await tg.delivered(q["id"])  # the chat knows its pending question once confirmed
     await tg.post(tg.fake.text(PRIVATE, "  a canary first  ", ADA))
     assert answers(await tg.wait_result(q["id"])) == {"deploy_target": ["a canary first"]}
 
@@ -76,6 +80,7 @@ async def test_comma_list_answers_multi_select(tg: Harness) -> None:
     """ "1,3" answers a multi-select question with options 1 and 3."""
     q = await tg.ask(questions=[THREE[1]])
     await tg.prompt()
+    await tg.delivered(q["id"])  # the chat knows its pending question once confirmed
     await tg.post(tg.fake.text(PRIVATE, "1,3", ADA))
     assert answers(await tg.wait_result(q["id"])) == {"areas": ["Auth", "Search"]}
 
@@ -84,6 +89,7 @@ async def test_keyed_lines_answer_several_questions(tg: Harness) -> None:
     """Keyed lines answer every question of a three-question ask."""
     q = await tg.ask(questions=THREE)
     await tg.prompt()
+    await tg.delivered(q["id"])  # the chat knows its pending question once confirmed
     text = "notify: nobody\nenv = 2\nAreas: auth, billing"
     await tg.post(tg.fake.text(PRIVATE, text, ADA))
     assert answers(await tg.wait_result(q["id"])) == {
@@ -97,6 +103,7 @@ async def test_partial_reply_gets_the_correction(tg: Harness) -> None:
     """A reply that leaves a question out is refused with the message naming it."""
     q = await tg.ask(questions=THREE)
     await tg.prompt()
+    await tg.delivered(q["id"])  # the chat knows its pending question once confirmed
     await tg.post(tg.fake.text(PRIVATE, "env: 1\nareas: 2", ADA))
     reply = await eventually(
         lambda: [c for c in tg.fake.sent() if "reply_parameters" in c.params],
@@ -119,6 +126,7 @@ async def test_skip_word_skips(tg: Harness) -> None:
     """The locale's skip word ("atla") skips a Turkish ask."""
     q = await tg.ask(locale="tr")
     await tg.prompt()
+    await tg.delivered(q["id"])  # the chat knows its pending question once confirmed
     await tg.post(tg.fake.text(PRIVATE, "atla", ADA))
     body = await tg.wait_result(q["id"])
     assert body["reason"] == "skipped"
@@ -128,6 +136,7 @@ async def test_edited_reply_counts_while_the_question_is_pending(tg: Harness) ->
     """A partial reply, edited into a whole one before the question ends, answers it."""
     q = await tg.ask(questions=THREE)
     prompt = await tg.prompt()
+    await tg.delivered(q["id"])  # the chat knows its pending question once confirmed
     update = tg.fake.text(PRIVATE, "env: 2", ADA, reply_to=prompt)
     await tg.post(update)
     await tg.post(tg.fake.edit(tg.own(update), "env: 2\nareas: 3\nnotify: 1"))
@@ -144,6 +153,7 @@ async def test_edit_of_a_message_older_than_the_question_is_no_answer(tg: Harnes
     old = tg.fake.text(PRIVATE, "hello", ADA, date=int(time.time()) - 3600)
     q = await tg.ask()
     await tg.prompt()
+    await tg.delivered(q["id"])  # the chat knows its pending question once confirmed
     await tg.post(tg.fake.edit(tg.own(old), "2"))
     await tg.post(tg.fake.text(PRIVATE, "1", ADA))
     assert answers(await tg.wait_result(q["id"])) == {"deploy_target": ["Staging (Recommended)"]}
@@ -154,6 +164,7 @@ async def test_edit_after_the_answer_is_told_it_came_too_late(tg: Harness) -> No
     nothing."""
     q = await tg.ask()
     prompt = await tg.prompt()
+    await tg.delivered(q["id"])  # the chat knows its pending question once confirmed
     update = tg.fake.text(PRIVATE, "1", ADA, reply_to=prompt)
     await tg.post(update)
     await tg.wait_result(q["id"])
