@@ -508,3 +508,42 @@ async def _gone(redis: Redis, key: str) -> bool:
 @pytest.fixture
 def settings_store(redis: Redis, redis_url: str) -> Store:
     return Store(redis, settings(redis_url))
+
+
+async def test_a_call_for_a_person_waits_out_a_429_and_then_goes_once(
+    settings_store: Store,
+) -> None:
+    """An ack or outcome message throttled once is sent after the Retry-After, once; a
+    platform error is logged and gives None instead of raising into the answer path."""
+    worker = ChannelWorker(RecordingAdapter(Platform()), settings_store, owner="w")
+    calls: list[str] = []
+
+    async def ack() -> str:
+        calls.append("ack")
+        if len(calls) == 1:
+            raise ThrottledError("slow down", 0.05)
+        return "sent"
+
+    assert await worker.call_for_person("C1", ack) == "sent"
+    assert calls == ["ack", "ack"]
+
+    async def refused() -> str:
+        raise PermanentError("channel_not_found")
+
+    assert await worker.call_for_person("C2", refused) is None
+
+
+async def test_a_call_for_a_person_is_dropped_when_the_wait_is_too_long(
+    settings_store: Store,
+) -> None:
+    """A destination held longer than the policy's max wait is not called at all."""
+    worker = ChannelWorker(RecordingAdapter(Platform()), settings_store, owner="w")
+    worker.gate.block("C1", worker.policy.max_wait_s + 60)
+    calls: list[str] = []
+
+    async def ack() -> str:
+        calls.append("ack")
+        return "sent"
+
+    assert await worker.call_for_person("C1", ack) is None
+    assert calls == []

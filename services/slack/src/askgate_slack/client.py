@@ -20,6 +20,7 @@ from askgate.channels import (
     TransientError,
     id_list,
 )
+from askgate.runtime.outbound import retry_after_s
 from askgate.store.tenants import Tenant
 from redis.asyncio import Redis
 from slack_sdk.errors import SlackApiError, SlackClientError
@@ -41,13 +42,6 @@ DEFAULT_RETRY_AFTER_S = 1.0
 Call = Callable[[], Awaitable[AsyncSlackResponse]]
 
 
-def _retry_after(headers: Any) -> float:
-    try:
-        return max(0.0, float(headers.get("Retry-After", DEFAULT_RETRY_AFTER_S)))
-    except (TypeError, ValueError, AttributeError):
-        return DEFAULT_RETRY_AFTER_S
-
-
 def error_code(exc: PermanentError) -> str:
     """The Slack error code a PermanentError from `call` carries (its message)."""
     return exc.message
@@ -66,7 +60,11 @@ async def call(fn: Call) -> AsyncSlackResponse:
         data = getattr(response, "data", None)
         code = str(data.get("error") or "") if isinstance(data, dict) else ""
         if status == 429 or code == "ratelimited":
-            raise ThrottledError("ratelimited", _retry_after(response.headers)) from exc
+            headers = getattr(response, "headers", None) or {}
+            wait = retry_after_s(str(headers.get("Retry-After") or ""))
+            raise ThrottledError(
+                "ratelimited", DEFAULT_RETRY_AFTER_S if wait is None else wait
+            ) from exc
         if not code:
             raise TransientError(f"Slack answered HTTP {status} without its JSON") from exc
         if status >= 500 or code in TRANSIENT_CODES:

@@ -23,8 +23,6 @@ from askgate.channels import (
     ChannelWorker,
     Dedupe,
     Outcome,
-    PlatformError,
-    ThrottledError,
     may_answer,
 )
 from askgate.domain.i18n import t
@@ -40,7 +38,6 @@ from askgate_slack.client import CHANNEL, Call, Workspace, Workspaces, call
 log = structlog.get_logger("askgate.slack")
 
 # 429s in a row one message to a person absorbs before it is dropped (logged).
-MAX_THROTTLES = 5
 Reply = dict[str, Any] | None  # a view_submission's response body (None: close the modal)
 
 
@@ -79,24 +76,8 @@ class Inbound:
             await asyncio.gather(*late, return_exceptions=True)
 
     async def _call(self, gate_key: str, fn: Call) -> None:
-        """A call made for a person: it waits out the channel's 429s, and a failure is
-        logged, not raised (the answer itself already counted)."""
-        gate = self.worker.gate
-        for _ in range(MAX_THROTTLES):
-            wait = gate.wait_s(gate_key)
-            if wait > self.worker.policy.max_wait_s:
-                break
-            if wait > 0:
-                await asyncio.sleep(wait)
-            try:
-                await call(fn)
-                return
-            except ThrottledError as exc:
-                gate.block(gate_key, exc.retry_after_s or 1.0)
-            except PlatformError as exc:
-                log.info("slack.call_failed", channel_id=gate_key, error=exc.message)
-                return
-        log.warning("slack.call_dropped", channel_id=gate_key, why="rate limited")
+        """A call made for a person, through the kit's rate gate (see call_for_person)."""
+        await self.worker.call_for_person(gate_key, lambda: call(fn))
 
     def _tell(
         self, ws: Workspace, channel: str, user: str, text: str, thread_ts: str | None = None

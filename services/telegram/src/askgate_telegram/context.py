@@ -4,7 +4,6 @@ which questions wait in a chat."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
@@ -13,8 +12,6 @@ from aiogram.types import Message, ReactionTypeEmoji, ReplyParameters, User
 from askgate.channels import (
     Answering,
     ChannelWorker,
-    PlatformError,
-    ThrottledError,
     may_answer,
 )
 from askgate.domain.models import Responder, TelegramTarget
@@ -30,7 +27,6 @@ log = structlog.get_logger("askgate.telegram")
 T = TypeVar("T")
 
 # 429s in a row one call made for a person absorbs before it is dropped (logged).
-MAX_THROTTLES = 5
 # Kinds of the messages sent about a question besides its prompt (the kit tracks them).
 NOTE = "note"  # a message to the person about a question: deleted when it ends
 OTHER = "other"  # the "Other…" request for free text: its reply is the answer
@@ -82,24 +78,8 @@ class Context:
         self.answering = Answering(store)
 
     async def call(self, chat_id: str, fn: Callable[[], Awaitable[T]]) -> T | None:
-        """A call made for a person (an ack, a reply): it waits out the chat's 429, and a
-        failure is logged, not raised (the answer itself already counted)."""
-        gate = self.worker.gate
-        for _ in range(MAX_THROTTLES):
-            wait = gate.wait_s(chat_id)
-            if wait > self.worker.policy.max_wait_s:
-                break
-            if wait > 0:
-                await asyncio.sleep(wait)
-            try:
-                return await call(fn)
-            except ThrottledError as exc:
-                gate.block(chat_id, exc.retry_after_s or 1.0)
-            except PlatformError as exc:
-                log.info("telegram.call_failed", chat_id=chat_id, error=exc.message)
-                return None
-        log.warning("telegram.call_dropped", chat_id=chat_id, why="rate limited")
-        return None
+        """A call made for a person (an ack, a reply), through the kit's rate gate."""
+        return await self.worker.call_for_person(chat_id, lambda: call(fn))
 
     async def reply(
         self, message: Message, tb: TenantBot, body: Body, about: Sequence[tuple[Record, int]] = ()

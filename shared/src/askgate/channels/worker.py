@@ -27,7 +27,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
@@ -40,7 +40,7 @@ from askgate.channels.adapter import (
 )
 from askgate.channels.inbound import PromptIndex, Selections
 from askgate.channels.render import reminder_text
-from askgate.domain.errors import PermanentError, ThrottledError, TransientError
+from askgate.domain.errors import PermanentError, PlatformError, ThrottledError, TransientError
 from askgate.domain.events import (
     QuestionCreated,
     QuestionEscalate,
@@ -59,6 +59,7 @@ log = structlog.get_logger("askgate.channels")
 
 # 429s in a row that one handling of a target absorbs before leaving it for later.
 MAX_THROTTLES = 5
+T = TypeVar("T")
 # The kind of a reminder among a question's extra messages (`track`).
 REMINDER = "reminder"
 
@@ -139,6 +140,31 @@ class ChannelWorker:
             await self.remind(payload)
         elif isinstance(payload, QuestionResolved):
             await self.finalise(payload.question_id)
+
+    async def call_for_person(self, destination: str, fn: Callable[[], Awaitable[T]]) -> T | None:
+        """A platform call made for a person (an ack, an ephemeral outcome, a reply to a
+        message), outside the ledger: it waits out the destination's 429s through the
+        same gate as deliveries, and a failure is logged, not raised (the answer it
+        reports already counted). `fn` raises the kit's errors (ThrottledError, …)."""
+        for _ in range(MAX_THROTTLES):
+            wait = self.gate.wait_s(destination)
+            if wait > self.policy.max_wait_s:
+                break
+            if wait > 0:
+                await asyncio.sleep(wait)
+            try:
+                return await fn()
+            except ThrottledError as exc:
+                self.gate.block(destination, exc.retry_after_s or 1.0)
+            except PlatformError as exc:
+                log.info(
+                    "channel.call_failed", channel=self.channel, to=destination, error=exc.message
+                )
+                return None
+        log.warning(
+            "channel.call_dropped", channel=self.channel, to=destination, why="rate limited"
+        )
+        return None
 
     async def _turn(self, destination: str) -> None:
         """Wait out the destination's 429, or leave the work for later when it is long."""
