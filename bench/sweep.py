@@ -22,8 +22,9 @@ from bench.sample import QUESTIONS, AskTemplate, ask_body, bulk_create, make_red
 TITLE = "Sweeper: 100,000 questions due at once, as deployed"
 METHOD = """
 a redis-server with AOF on (`appendfsync everysec`, as `deploy/compose.yml` runs it), four
-`python -m askgate_api` processes (each holds its one pattern subscription to the result
-channels: checked in CLIENT LIST) and one `python -m askgate_sweeper` process (logging
+`python -m askgate_api` processes (each holds its one subscription: on this Redis 7 an
+SSUBSCRIBE to the 64 shards' done channels, which each SWEEP call publishes its batch's
+ids on in one message; checked in CLIENT LIST) and one `python -m askgate_sweeper` process (logging
 at info as JSON, as deployed: one line per SWEEP batch, not per question). The sweeper is
 started, then stopped (SIGSTOP) while the fixture is written: N pending 3-question asks
 written as `Store.create` writes them (recorded once, replayed in pipelines of 1000), each
@@ -118,8 +119,13 @@ async def stats(url: str) -> dict[str, Any]:
             "script_s": sum(int(v["usec"]) for v in scripts) / 1e6,
             "script_calls": sum(int(v["calls"]) for v in scripts),
             "publish": int(cmd.get("cmdstat_publish", {}).get("calls", 0)),
+            "spublish": int(cmd.get("cmdstat_spublish", {}).get("calls", 0)),
             "xadd": int(cmd.get("cmdstat_xadd", {}).get("calls", 0)),
-            "subscribers": sum(1 for c in await redis.client_list() if int(c["psub"]) > 0),
+            "subscribers": sum(
+                1
+                for c in await redis.client_list()
+                if int(c["psub"]) > 0 or int(c.get("ssub", 0)) > 0
+            ),
         }
         sample = [k async for k in redis.scan_iter(match="askgate:*:q:*", count=1000)][:200]
         statuses = [await redis.hmget(k, "status", "reason") for k in sample]
@@ -223,13 +229,14 @@ def report_rows(fig: Figure, full: dict[str, Any], bare: dict[str, Any]) -> None
         f"entries added, {full['script_calls']:,} SWEEP calls in "
         f"{full['script_s']:.2f} s of Redis time, {full['log_lines']} log lines; "
         f"{full['sample_final']}/{full['sample']} sampled questions no_answer/timeout; "
-        f"{full['subscribers']} clients held a pattern subscription"
+        f"{full['spublish']:,} done messages to the API processes' subscription; "
+        f"{full['subscribers']} clients held a subscription"
     )
     total = c["redis"] + c["sweeper"] + c["apis"]
     fig.note(
         f"CPU during the sweep: redis-server {c['redis']:.2f} s, the sweeper "
         f"{c['sweeper']:.2f} s, the 4 API processes reading the notifications "
-        f"{c['apis']:.2f} s in all ({c['apis'] / 4 / n * 1e6:.0f} µs per message "
+        f"{c['apis']:.2f} s in all ({c['apis'] / 4 / n * 1e6:.1f} µs per question ended "
         f"per process): {total:.1f} CPU-seconds, so on these 2 cores (shared with "
         f"other work) no less than {total / 2:.1f} s of wall time"
     )

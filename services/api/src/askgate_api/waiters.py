@@ -1,18 +1,25 @@
 """Long-poll waiters: every waiter in this process shares one subscription.
 
-On one Redis, one connection PSUBSCRIBEs to every question's result channel once; a
-waiter is just a future in a dict, so ten thousand waiters cost ten thousand futures, not
-connections. The subscription is made before any waiter is served, so a result published
-after a waiter registered always reaches it. When the subscription drops, every waiter is
-woken to re-read its question (nothing published meanwhile is missed that way).
+The script that ends a question SPUBLISHes its id on its shard's `done` channel
+(`keys.done_channel`; a sweep publishes the ids of its whole batch in one message,
+space-separated). On one Redis 7, one connection SSUBSCRIBEs to the 64 done channels
+once; on an older Redis (no sharded pub/sub) it PSUBSCRIBEs to every question's result
+channel instead. A waiter is just a future in a dict, so ten thousand waiters cost ten
+thousand futures, not connections. The subscription is made before any waiter is served,
+so an end after a waiter registered always reaches it. When the subscription drops, every
+waiter is woken to re-read its question (nothing published meanwhile is missed that way).
 
-On a Redis Cluster (`ShardedWaiters`) the script that ends a question also SPUBLISHes its id
-on its shard's `done` channel, in the question's slot (`keys.done_channel`): one listener
-per master SSUBSCRIBEs to the channels of the shards it serves, so each end is sent to
-the one node that holds it instead of over the cluster bus to all. The listeners follow
-the topology: when a slot moves away (the node says `sunsubscribe`), a node fails, or the
-slot map differs at the periodic look, the affected listeners are re-armed on the node
-that serves the shard now, and the waiters of their shards woken to re-read.
+Listening on the done channels rather than on a pattern keeps the public result
+`PUBLISH` cheap for Redis: with no pattern subscriber in any API process, a result channel
+nobody SUBSCRIBEs to costs Redis a dictionary miss, and a sweep of thousands of questions
+reaches each API process as a few messages instead of one per question.
+
+On a Redis Cluster (`ShardedWaiters`) one listener per master SSUBSCRIBEs to the done
+channels of the shards it serves, so each end is sent to the one node that holds it
+instead of over the cluster bus to all. The listeners follow the topology: when a slot
+moves away (the node says `sunsubscribe`), a node fails, or the slot map differs at the
+periodic look, the affected listeners are re-armed on the node that serves the shard
+now, and the waiters of their shards woken to re-read.
 """
 
 from __future__ import annotations
@@ -87,6 +94,12 @@ class Waiters:
             if not fut.done():
                 fut.set_result(None)
 
+    def _wake_ids(self, data: bytes) -> None:
+        """Wake the waiters of the ids in a done message (one id, or a sweep's batch)."""
+        for qid in data.decode().split(" "):
+            if qid in self._waiters:
+                self._wake(qid)
+
     def _wake_all(self) -> None:
         for qid in list(self._waiters):
             self._wake(qid)
@@ -95,21 +108,31 @@ class Waiters:
         while True:
             pubsub = self._redis.pubsub()
             try:
-                await pubsub.psubscribe(keys.RESULT_PATTERN)
-                # The subscription is confirmed once its first reply is read.
-                while True:
+                sharded = await _has_sharded_pubsub(self._redis)
+                if sharded:
+                    channels = [keys.done_channel(shard) for shard in range(keys.SHARDS)]
+                    await pubsub.ssubscribe(*channels)
+                    want, kind = len(channels), "ssubscribe"
+                else:
+                    await pubsub.psubscribe(keys.RESULT_PATTERN)
+                    want, kind = 1, "psubscribe"
+                # The subscription is confirmed once its replies are read.
+                while want:
                     msg = await pubsub.get_message(timeout=5.0)
-                    if msg and msg["type"] == "psubscribe":
-                        break
+                    if msg and msg["type"] == kind:
+                        want -= 1
                 self.ready.set()
                 self._wake_all()  # anything published while we were away: re-check
-                log.info("waiters.subscribed")
+                log.info("waiters.subscribed", sharded=sharded)
                 while True:
                     msg = await pubsub.get_message(timeout=30.0)
-                    if msg is None or msg["type"] != "pmessage":
+                    if msg is None:
                         continue
-                    channel: bytes = msg["channel"]
-                    self._wake(channel.decode().rsplit(":", 1)[1])
+                    if msg["type"] == "smessage":
+                        self._wake_ids(msg["data"])
+                    elif msg["type"] == "pmessage":
+                        channel: bytes = msg["channel"]
+                        self._wake(channel.decode().rsplit(":", 1)[1])
             except (RedisError, OSError) as exc:
                 self.ready.clear()
                 self._wake_all()
@@ -118,6 +141,12 @@ class Waiters:
             finally:
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()
+
+
+async def _has_sharded_pubsub(redis: Redis) -> bool:
+    """Whether the server has sharded pub/sub (SSUBSCRIBE, SPUBLISH): Redis 7 and later."""
+    version = str((await redis.info("server"))["redis_version"])
+    return int(version.split(".", 1)[0]) >= 7
 
 
 # How often a ShardedWaiters re-reads the cluster's slot map (a moved slot is also told by
@@ -246,7 +275,7 @@ class ShardedWaiters(Waiters):
                     if msg is None:
                         continue
                     if msg["type"] == "smessage":
-                        self._wake(msg["data"].decode())
+                        self._wake_ids(msg["data"])
                     elif msg["type"] == "sunsubscribe":
                         raise SlotMoved(f"{msg['channel']!r} moved away")
             except (RedisError, OSError, TimeoutError, SlotMoved) as exc:

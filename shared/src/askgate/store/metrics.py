@@ -61,6 +61,11 @@ local function count_end(mkey, status, reason, responder, created, now)
     redis.call('HINCRBY', mkey, 'na:' .. reason, 1)
   end
 end
+
+-- Count n no_answer ends with one reason at once (a batch script's).
+local function count_no_answers(mkey, reason, n)
+  redis.call('HINCRBY', mkey, 'na:' .. reason, n)
+end
 """
 )
 

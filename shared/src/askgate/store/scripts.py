@@ -68,11 +68,12 @@ end
 
 -- G: the question's keys (group). in_due: also leave the due set `due` and the run set (a
 -- sweep removes its whole batch from the due set at once instead). mkey: the shard's
--- metrics hash, where the end is counted.
+-- metrics hash, where the end is counted. batch: the caller counts the end and SPUBLISHes
+-- the id itself, once for its whole batch (one message and one HINCRBY per batch).
 -- A sweep resolves at or after the deadline, when the hash, doc and session TTLs set at
 -- creation (deadline + keep_ms) already have keep_ms left: it skips refreshing them.
 local function resolve(G, due, id, status, reason, result, responder, now, keep_ms, maxlen,
-                       in_due, mkey)
+                       in_due, mkey, batch)
   local qkey = G.q
   local f = redis.call('HMGET', qkey, 'status', 'tenant', 'session', 'run', 'channels', 'reason',
                        'created')
@@ -108,10 +109,11 @@ local function resolve(G, due, id, status, reason, result, responder, now, keep_
     redis.call('XADD', stream, 'MAXLEN', '~', maxlen, '*', 'type', 'question.resolved',
                'id', id, 'tenant', f[2], 'session', f[3], 'status', status, 'reason', reason)
   end
-  -- The public contract (any SUBSCRIBE hears it), then the shard's own channel, heard
-  -- by the API's waiters on a cluster in this slot only (sharded pub/sub: Redis 7, which
-  -- a cluster needs; an older single Redis has none and its waiters do not use it).
+  -- The public contract (any SUBSCRIBE hears it), then the shard's own channel, which the
+  -- API's waiters hear (sharded pub/sub, Redis 7: on a cluster in this slot only; an older
+  -- single Redis has none, and its waiters PSUBSCRIBE to the result channels instead).
   redis.call('PUBLISH', rk, result)
+  if batch then return {'ok', f[2]} end
   if redis.REDIS_VERSION_NUM then redis.call('SPUBLISH', G.done, id) end
   count_end(mkey, status, reason, responder, f[7], now)
   return {'ok', f[2]}
@@ -197,18 +199,28 @@ SWEEP = (
 -- Ends those still pending as no_answer/timeout and takes them all out of the due zset.
 -- (Another sweeper that read the same ids finds them ended: resolve() ends a question
 -- once. Tenants' quota entries are scored by the same deadline and drop out by themselves.)
+-- The ends are counted once and their ids SPUBLISHed in one message (space-separated) on
+-- the shard's done channel (every question's group declares it).
 -- Returns {ended, taken}: how many it ended, and how many due entries it took.
-local ended, k, taken = 0, 3, {}
+local ended, k, taken, done = {}, 3, {}, nil
 for a = 5, #ARGV, 2 do
   local id, n = ARGV[a], tonumber(ARGV[a + 1])
-  local r = resolve(group(k, n), KEYS[1], id, 'no_answer', 'timeout', ARGV[4], '', ARGV[1],
-                    ARGV[2], ARGV[3], false, KEYS[2])
-  if r[1] == 'ok' then ended = ended + 1 end
+  local G = group(k, n)
+  local r = resolve(G, KEYS[1], id, 'no_answer', 'timeout', ARGV[4], '', ARGV[1],
+                    ARGV[2], ARGV[3], false, KEYS[2], true)
+  if r[1] == 'ok' then
+    ended[#ended + 1] = id
+    done = G.done
+  end
   taken[#taken + 1] = id
   k = k + 7 + n
 end
 if #taken > 0 then redis.call('ZREM', KEYS[1], unpack(taken)) end
-return {ended, #taken}
+if done then
+  count_no_answers(KEYS[2], 'timeout', #ended)
+  if redis.REDIS_VERSION_NUM then redis.call('SPUBLISH', done, table.concat(ended, ' ')) end
+end
+return {#ended, #taken}
 """
 )
 
