@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from tests.integration.telegram.conftest import ADA, BOB, GROUP, Harness
+from askgate.channels.inbound import IN_HAND
+from askgate.store import keys
+
+from tests.integration.telegram.conftest import ADA, BOB, GROUP, TOKEN, Harness
 from tests.support.clock import FakeClock
 
 
@@ -59,6 +62,25 @@ async def test_replayed_update_changes_nothing(tg: Harness) -> None:
     update = tg.fake.tap(prompt, prompt.buttons[0][0]["callback_data"], ADA)
     assert (await tg.post(update)).status_code == 200
     assert (await tg.post(update)).status_code == 200
+    assert len(tg.fake.sent("answerCallbackQuery")) == 1
+
+
+async def test_update_of_a_worker_killed_mid_way_is_handled_by_telegrams_retry(
+    tg: Harness,
+) -> None:
+    """A worker killed (-9) while it handled a tap left the update marked in hand; the
+    retry Telegram sends answers the question once that mark's lease runs out (it used
+    to be taken for a duplicate and dropped)."""
+    q = await tg.ask()
+    prompt = await tg.prompt()
+    update = tg.fake.tap(prompt, prompt.buttons[0][0]["callback_data"], ADA)
+    bot_id = TOKEN.split(":")[0]
+    # What the killed worker left: the update in hand, its lease running out.
+    mark = keys.inbound_seen("telegram", bot_id, str(update["update_id"]))
+    await tg.redis.set(mark, f"{IN_HAND}killed".encode(), px=300)
+    assert (await tg.post(update)).status_code == 200
+    body = await tg.wait_result(q["id"])
+    assert body["result"]["answers"]["answers"] == {"deploy_target": ["Staging (Recommended)"]}
     assert len(tg.fake.sent("answerCallbackQuery")) == 1
 
 

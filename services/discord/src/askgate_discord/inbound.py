@@ -95,14 +95,11 @@ class Inbound:
         if kind not in (COMPONENT, MODAL_SUBMIT) or tap is None:
             return render.ephemeral(t("en", "no_pending"))
         scope, interaction_id = app.application_id, str(body.get("id") or "")
-        if not await self.dedupe.first(scope, interaction_id):
-            log.info("interaction.duplicate", tenant=app.tenant, interaction_id=interaction_id)
-            return {"type": render.DEFERRED_UPDATE}
-        try:
+        async with self.dedupe.once(scope, interaction_id) as new:
+            if not new:
+                log.info("interaction.duplicate", tenant=app.tenant, interaction_id=interaction_id)
+                return {"type": render.DEFERRED_UPDATE}
             return await self._handle(app, body, data, tap)
-        except BaseException:
-            await self.dedupe.forget(scope, interaction_id)
-            raise
 
     async def _handle(
         self, app: DiscordApp, body: dict[str, Any], data: dict[str, Any], tap: Tap

@@ -160,14 +160,14 @@ class Inbound:
         if kind != "block_actions":
             return None
         trigger = f"trigger:{payload.get('trigger_id') or ''}"
-        if payload.get("trigger_id") and not await self.dedupe.first(ws.tenant, trigger):
-            log.info("interaction.duplicate", tenant=ws.tenant, trigger=trigger)
-            return None
-        try:
+        if not payload.get("trigger_id"):
             await self._click(ws, payload)
-        except BaseException:
-            await self.dedupe.forget(ws.tenant, trigger)
-            raise
+            return None
+        async with self.dedupe.once(ws.tenant, trigger) as new:
+            if not new:
+                log.info("interaction.duplicate", tenant=ws.tenant, trigger=trigger)
+                return None
+            await self._click(ws, payload)
         return None
 
     async def _click(self, ws: Workspace, payload: dict[str, Any]) -> None:
@@ -271,14 +271,14 @@ class Inbound:
         if body.get("type") != "event_callback":
             return
         event_id = str(body.get("event_id") or "")
-        if event_id and not await self.dedupe.first(ws.tenant, event_id):
-            log.info("event.duplicate", tenant=ws.tenant, event_id=event_id)
-            return
-        try:
+        if not event_id:
             await self._message(ws, body.get("event") or {})
-        except BaseException:
-            await self.dedupe.forget(ws.tenant, event_id)
-            raise
+            return
+        async with self.dedupe.once(ws.tenant, event_id) as new:
+            if not new:
+                log.info("event.duplicate", tenant=ws.tenant, event_id=event_id)
+                return
+            await self._message(ws, body.get("event") or {})
 
     async def _find(
         self, ws: Workspace, channel: str, thread: str | None, dm: bool

@@ -50,11 +50,8 @@ class Inbound:
         assert isinstance(event, Update)
         bot: Bot = data["bot"]
         scope, update_id = str(bot.id), str(event.update_id)
-        if not await self.dedupe.first(scope, update_id):
-            log.info("update.duplicate", bot=bot.id, update_id=event.update_id)
-            return None
-        try:
+        async with self.dedupe.once(scope, update_id) as new:
+            if not new:
+                log.info("update.duplicate", bot=bot.id, update_id=event.update_id)
+                return None
             return await handler(event, data)
-        except BaseException:
-            await self.dedupe.forget(scope, update_id)
-            raise

@@ -16,6 +16,7 @@ from askgate.channels.credentials import TenantConfigs, id_list
 from askgate.channels.inbound import (
     Answering,
     Dedupe,
+    InHandElsewhere,
     Outcome,
     PromptIndex,
     PromptRef,
@@ -38,6 +39,7 @@ __all__ = [
     "DeliveryPolicy",
     "ExtraMessage",
     "FindsPrompts",
+    "InHandElsewhere",
     "MessageFinaliser",
     "Outcome",
     "PermanentError",

@@ -6,12 +6,17 @@ mapping from an answer attempt to what the human is told.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+import asyncio
+import contextlib
+import secrets
+import time
+from collections.abc import AsyncIterator, Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 import orjson
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
 
 from askgate.channels.adapter import ExtraMessage
 from askgate.domain.answers import ended_message
@@ -26,6 +31,11 @@ from askgate.store.store import Store
 
 # Platforms give up redelivering an event well within a day.
 DEDUPE_TTL_S = 86_400
+# How long an event stays in hand after its handler stops renewing the mark (it died):
+# then a copy of it is handled.
+DEDUPE_LEASE_S = 10.0
+IN_HAND = "hand:"
+DONE = b"done"
 # An ask has at most this many questions (models.AskInput): the parts of a selection.
 MAX_QUESTIONS = 3
 
@@ -121,20 +131,70 @@ def _numeric(message: str) -> tuple[int, str]:
     return (int(message), "") if message.isdigit() else (0, message)
 
 
-class Dedupe:
-    """Platforms retry (webhooks, events): handle each event id once."""
+class InHandElsewhere(Exception):
+    """An event another handler holds and still works on: try again later."""
 
-    def __init__(self, redis: Redis, channel: str) -> None:
+
+class Dedupe:
+    """Platforms retry (webhooks, events), and a poller fetches again what it did not
+    confirm: each event id is handled once.
+
+    The mark is written in two steps, so a handler killed mid-way loses nothing: first
+    "in hand" with a short lease that the handler renews while it works, then "done" (kept
+    for `DEDUPE_TTL_S`) when it has finished. A copy that arrives while the event is in
+    hand waits for it: "done" makes it a duplicate; a lease that runs out (its handler
+    died) hands the event to the copy; a handler that fails forgets the mark at once, so
+    the platform's retry runs it."""
+
+    def __init__(self, redis: Redis, channel: str, lease_s: float = DEDUPE_LEASE_S) -> None:
         self.redis = redis
         self.channel = channel
+        self.lease_ms = max(1, int(lease_s * 1000))
 
-    async def first(self, scope: str, event_id: str) -> bool:
+    @contextlib.asynccontextmanager
+    async def once(self, scope: str, event_id: str) -> AsyncIterator[bool]:
+        """`async with dedupe.once(scope, id) as new:` — handle the event when `new`
+        (it is marked in hand for the block, done after it, forgotten if it raises);
+        False for a copy of one handled already. Raises InHandElsewhere when another
+        live handler still holds it after twice the lease."""
         key = keys.inbound_seen(self.channel, scope, event_id)
-        return bool(await self.redis.set(key, b"1", nx=True, ex=DEDUPE_TTL_S))
+        mine = f"{IN_HAND}{secrets.token_hex(8)}".encode()
+        if not await self._take(key, mine):
+            yield False
+            return
+        renew = asyncio.create_task(self._renew(key))
+        try:
+            yield True
+        except BaseException:
+            renew.cancel()
+            with contextlib.suppress(RedisError, OSError):
+                if await self.redis.get(key) == mine:
+                    await self.redis.delete(key)
+            raise
+        renew.cancel()
+        await self.redis.set(key, DONE, ex=DEDUPE_TTL_S)
 
-    async def forget(self, scope: str, event_id: str) -> None:
-        """The event was not handled after all: let the platform's retry run it."""
-        await self.redis.delete(keys.inbound_seen(self.channel, scope, event_id))
+    async def _take(self, key: str, mine: bytes) -> bool:
+        """True once the mark is ours; False when the event is done."""
+        deadline = time.monotonic() + 2 * self.lease_ms / 1000
+        pause = 0.02
+        while True:
+            if await self.redis.set(key, mine, nx=True, px=self.lease_ms):
+                return True
+            held = await self.redis.get(key)
+            if held is not None and not held.startswith(IN_HAND.encode()):
+                return False  # done ("1" from before the lease existed counts as done)
+            if held is not None and time.monotonic() > deadline:
+                raise InHandElsewhere(f"{key} is still in hand elsewhere")
+            if held is not None:
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, self.lease_ms / 4000)
+
+    async def _renew(self, key: str) -> None:
+        while True:
+            await asyncio.sleep(self.lease_ms / 3000)
+            with contextlib.suppress(RedisError, OSError):
+                await self.redis.pexpire(key, self.lease_ms)
 
 
 class Selections:
