@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
 import sys
 import textwrap
 
@@ -110,16 +109,15 @@ async def test_an_event_whose_handler_was_killed_is_handled_by_its_copy(
         asyncio.run(main())
         """
     )
-    with subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=os.environ.copy()
-    ) as proc:
-        try:
-            assert proc.stdout is not None
-            line = await asyncio.to_thread(proc.stdout.readline)
-            assert line.strip() == "in hand"
-        finally:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", code, stdout=asyncio.subprocess.PIPE, env=os.environ.copy()
+    )
+    try:
+        assert proc.stdout is not None
+        assert (await proc.stdout.readline()).strip() == b"in hand"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        await proc.wait()
     assert await handled(Dedupe(redis, "kit", lease_s=0.5), "e1") is True
 
 
