@@ -61,6 +61,7 @@ def main(argv: list[str] | None = None) -> None:
         port=settings.web_port,
         access_log=False,
         log_level=settings.log_level.lower(),
+        log_config=None,  # uvicorn's lines go through configure_logging's renderer
         loop="uvloop",
         http="httptools",
         timeout_graceful_shutdown=5,
