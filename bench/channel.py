@@ -23,7 +23,7 @@ from askgate.dev.redis_server import free_port
 from askgate.store.tenants import create_tenant
 
 from bench.channels import CHANNELS, load
-from bench.channels.base import ChannelSpec
+from bench.channels.base import ChannelSpec, Worker
 from bench.context import Context
 from bench.loadgen import read_response
 from bench.memory import breakdown, describe
@@ -41,19 +41,26 @@ TITLE = "Channels end to end: ask → prompt, tap → the agent has its answer"
 METHOD = """
 per channel: redis-server, `python -m askgate_api`, the channel's real worker process
 (Telegram: `python -m askgate_telegram` in polling mode, `ASKGATE_TELEGRAM_API_BASE`
-pointing at the fake; logging at info as JSON, as deployed) and the fake platform in its
-own process (`bench/channels/platform.py`; Telegram: the tests' fake Bot API,
-`tests/integration/telegram/fake_bot_api.py`), which plays the human: it answers each
+pointing at the fake; Slack: `python -m askgate_slack` in HTTP mode; Discord:
+`python -m askgate_discord`; logging at info as JSON, as deployed) and the fake platform
+in its own process (`bench/channels/platform.py`; the tests' fakes: Telegram's Bot API
+`tests/integration/telegram/fake_bot_api.py`, Slack's Web API
+`tests/integration/slack/fake_slack.py`, Discord's REST API
+`tests/integration/discord/fake_discord.py`), which plays the human: it answers each
 prompt with its first option {think_ms:g} ms after the prompt arrived (Telegram: a tap on
-the first button, handed to the worker's pending getUpdates). The agent side runs in the
-benchmark's own process: open-loop, one ask every 1/rate s (each a 1-question ask with 4
-options, its own session and its own chat), each followed at once by
+the first button, handed to the worker's pending getUpdates; Slack: a signed
+block_actions POST to the worker's interactivity endpoint; Discord: an Ed25519-signed
+component interaction POST to the worker). Each channel starts from an empty Redis.
+The agent side runs in the benchmark's own process: open-loop, one ask every 1/rate s
+(each a 1-question ask with 4 options, its own session and its own chat), each followed
+at once by
 GET /v1/questions/{{id}}/wait?timeout_s=60 until final, over keep-alive connections; first
 at a light {light_rate:g} asks/s for {light_s:g} s, then at the goal's {rate:g} asks/s for
 {duration:g} s. An ask that has not ended answered 20 s after the last one was sent
 counts as lost (it shows in "what arrived", not in the percentiles).
 **ask → prompt**: from the agent reading the 201 to the fake receiving the request that
-shows the prompt (Telegram: sendMessage with the keyboard, before its form is parsed).
+shows the prompt (Telegram: sendMessage with the keyboard, Slack: chat.postMessage with
+the buttons, Discord: the message create with components; before the body is parsed).
 **tap → answer**: from the fake handing the tap to the platform to the agent reading the
 /wait response, which must be `answered` with the first option. Times are
 CLOCK_MONOTONIC, shared by all processes. **prompts/s** (answering off): the worker is
@@ -71,10 +78,12 @@ type of everything in Redis then, / questions in Redis, as in the memory figure.
 class PlatformProc:
     """The fake platform's process and its JSON-line conversation."""
 
-    def __init__(self, ctx: Context, channel: str, think_ms: float) -> None:
+    def __init__(self, ctx: Context, channel: str, think_ms: float, worker: Worker) -> None:
+        argv = [PY, "-m", "bench.channels.platform", channel, "--think-ms", str(think_ms)]
+        argv += ["--worker-port", str(worker.port), "--tenant", worker.tenant]
         self.proc: Proc = ctx.procs.start(
             f"platform-{channel}",
-            [PY, "-m", "bench.channels.platform", channel, "--think-ms", str(think_ms)],
+            argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )
@@ -244,20 +253,23 @@ def run_channel(ctx: Context, name: str) -> None:
     )
     ctx.flush()
 
-    async def setup() -> str:
+    async def setup() -> tuple[str, str]:
         redis = make_redis(ctx.redis_url)
         try:
+            # Each channel's figures (memory breakdown included) start from an empty Redis.
+            await redis.flushdb()
             tenant, key = await create_tenant(redis, "chan", max_pending=BIG, asks_per_s=BIG)
             await spec.configure(redis, tenant.id)
-            return key
+            return tenant.id, key
         finally:
             await redis.aclose()
 
-    api_key = ctx.run(setup())
+    tenant_id, api_key = ctx.run(setup())
     port = free_port()
     api = start_api(ctx.procs, ctx.redis_url, port)
-    platform = PlatformProc(ctx, name, think_ms)
-    argv, env = spec.worker(ctx.redis_url, platform.base)
+    at = Worker(free_port(), tenant_id)
+    platform = PlatformProc(ctx, name, think_ms, at)
+    argv, env = spec.worker(platform.base, at)
     worker = ctx.procs.start(f"worker-{name}", argv, askgate_env(ctx.redis_url, **env))
     platform.expect("ready", 120)
     pool = Pool(port, api_key)

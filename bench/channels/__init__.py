@@ -11,10 +11,12 @@ as black boxes (processes, HTTP, the fake's own records).
 from __future__ import annotations
 
 import importlib
+import os
 
 from bench.channels.base import ChannelSpec
 
-CHANNELS = ("telegram",)
+# BENCH_CHANNELS=slack,discord measures some of them (all by default).
+CHANNELS = tuple(os.environ.get("BENCH_CHANNELS", "telegram,slack,discord").split(","))
 
 
 def load(name: str) -> ChannelSpec:

@@ -22,6 +22,15 @@ class Prompt:
     handle: Any  # the platform's own reference, handed back to Platform.answer
 
 
+@dataclass(frozen=True)
+class Worker:
+    """Where the channel's worker takes the platform's calls (a click, an interaction),
+    for channels whose platform calls the worker; chosen before either process starts."""
+
+    port: int
+    tenant: str
+
+
 class Hooks(Protocol):
     def ready(self) -> None:
         """The worker is connected (e.g. its first long poll arrived)."""
@@ -58,8 +67,9 @@ class ChannelSpec(Protocol):
     async def configure(self, redis: Redis, tenant_id: str) -> None:
         """The tenant's channel credentials, before the worker starts."""
 
-    def worker(self, redis_url: str, base: str) -> tuple[list[str], dict[str, str]]:
-        """argv and environment of the channel's real worker process against `base`."""
+    def worker(self, base: str, worker: Worker) -> tuple[list[str], dict[str, str]]:
+        """argv and environment of the channel's real worker process against `base`,
+        serving the platform's calls on `worker.port` where the channel has any."""
 
-    def platform(self, hooks: Hooks) -> Platform:
-        """The fake (only built in the platform process)."""
+    def platform(self, hooks: Hooks, worker: Worker) -> Platform:
+        """The fake (only built in the platform process); it calls `worker` to answer."""

@@ -1,6 +1,6 @@
 """The fake platform as its own process, playing the chat platform and the human.
 
-    python -m bench.channels.platform CHANNEL [--think-ms 500]
+    python -m bench.channels.platform CHANNEL --worker-port P --tenant T [--think-ms 500]
 
 Prints JSON lines: `{"base": url}` once serving, `{"ready": true}` once the worker has
 connected. Reads commands on stdin, one JSON object per line:
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.channels import load
-from bench.channels.base import Platform, Prompt
+from bench.channels.base import Platform, Prompt, Worker
 
 
 def emit(obj: dict[str, Any]) -> None:
@@ -58,9 +58,9 @@ class Recorder:
         self.summaries.setdefault(conv, t)
 
 
-async def main(channel: str, think_s: float) -> None:
+async def main(channel: str, think_s: float, worker: Worker) -> None:
     rec = Recorder(think_s)
-    platform = rec.platform = load(channel).platform(rec)
+    platform = rec.platform = load(channel).platform(rec, worker)
     emit({"base": await platform.start()})
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
@@ -100,7 +100,9 @@ if __name__ == "__main__":
     )
     parser.add_argument("channel")
     parser.add_argument("--think-ms", type=float, default=500.0)
+    parser.add_argument("--worker-port", type=int, required=True)
+    parser.add_argument("--tenant", required=True)
     args = parser.parse_args()
     import uvloop
 
-    uvloop.run(main(args.channel, args.think_ms / 1000))
+    uvloop.run(main(args.channel, args.think_ms / 1000, Worker(args.worker_port, args.tenant)))

@@ -16,7 +16,7 @@ from typing import Any
 from askgate.store.tenants import set_channel_config
 from redis.asyncio import Redis
 
-from bench.channels.base import Hooks, Platform, Prompt
+from bench.channels.base import Hooks, Platform, Prompt, Worker
 
 TOKEN = "7000000001:BENCH-token-abcdefghijklmnopqrstuvwxyz01"
 CHAT_BASE = 10_000_000
@@ -40,13 +40,13 @@ class TelegramSpec:
             {"bot_token": TOKEN, "webhook_secret": "bench-hook-secret"},
         )
 
-    def worker(self, redis_url: str, base: str) -> tuple[list[str], dict[str, str]]:
+    def worker(self, base: str, worker: Worker) -> tuple[list[str], dict[str, str]]:
         return [sys.executable, "-m", "askgate_telegram"], {
             "ASKGATE_TELEGRAM_MODE": "polling",
             "ASKGATE_TELEGRAM_API_BASE": base,
         }
 
-    def platform(self, hooks: Hooks) -> Platform:
+    def platform(self, hooks: Hooks, worker: Worker) -> Platform:
         return _platform(hooks)
 
 

@@ -1,0 +1,68 @@
+"""What the Slack and Discord fakes share: their platform calls the worker (a signed
+click), so the human's answer is an HTTP POST to the worker, sent without waiting for
+it, and the fake says it is ready once the worker's HTTP server answers /healthz."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import httpx
+
+from bench.channels.base import Hooks, Worker
+
+
+class Clicker:
+    def __init__(self, hooks: Hooks, worker: Worker) -> None:
+        self.hooks = hooks
+        self.worker = worker
+        self.http: httpx.AsyncClient | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def start(self) -> None:
+        self.http = httpx.AsyncClient(timeout=30)
+        self._spawn(self._wait_ready())
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.http is not None:
+            await self.http.aclose()
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _wait_ready(self) -> None:
+        assert self.http is not None
+        while True:
+            with contextlib.suppress(httpx.TransportError):
+                r = await self.http.get(f"http://127.0.0.1:{self.worker.port}/healthz")
+                if r.status_code == 200:
+                    self.hooks.ready()
+                    return
+            await asyncio.sleep(0.1)
+
+    def click(self, path: str, build: Callable[[], tuple[bytes, dict[str, str]]]) -> float:
+        """POST a signed body to the worker's `path` (its tenant filled in); returns when
+        it was sent. A click that fails is clicked again, as a person would."""
+        body, headers = build()
+        url = f"http://127.0.0.1:{self.worker.port}{path.format(tenant=self.worker.tenant)}"
+
+        async def post() -> None:
+            assert self.http is not None
+            for _ in range(3):
+                with contextlib.suppress(httpx.TransportError):
+                    r = await self.http.post(url, content=body, headers=headers)
+                    if r.status_code == 200:
+                        return
+                await asyncio.sleep(0.5)
+
+        t = time.monotonic()
+        self._spawn(post())
+        return t
