@@ -171,3 +171,19 @@ async def test_edit_after_the_answer_is_told_it_came_too_late(tg: Harness) -> No
     await tg.post(tg.fake.edit(tg.own(update), "2"))
     assert tg.fake.sent()[-1].params["text"] == "This question was already answered."
     assert answers(await tg.wait_result(q["id"])) == {"deploy_target": ["Staging (Recommended)"]}
+
+
+async def test_reply_before_the_worker_recorded_the_prompt_answers(tg: Harness) -> None:
+    """A person who replies to the prompt before the worker has heard back from
+    Telegram (so before it recorded which message the prompt is) still answers it: the
+    prompt's buttons name the question."""
+    tg.fake.hold_send.clear()  # Telegram shows the prompt; its answer to the worker waits
+    q = await tg.ask()
+    prompt = await tg.prompt()
+    assert (await tg.question(q["id"]))["deliveries"][0]["status"] == "sending"
+    await tg.post(tg.fake.text(PRIVATE, "2", ADA, reply_to=prompt))
+    body = await tg.wait_result(q["id"])
+    assert body["result"]["answers"]["answers"] == {"deploy_target": ["Production"]}
+    tg.fake.hold_send.set()
+    await tg.delivered(q["id"])
+    assert await tg.summary(prompt) == "Answered: Production"

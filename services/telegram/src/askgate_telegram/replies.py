@@ -21,6 +21,7 @@ from askgate_telegram.adapter import COPY
 from askgate_telegram.client import TenantBot
 from askgate_telegram.compose import Body
 from askgate_telegram.context import OTHER, Context, allowed, responder, target_of
+from askgate_telegram.render import Tap
 
 log = structlog.get_logger("askgate.telegram")
 
@@ -59,10 +60,32 @@ class Replies:
         ref = await self.ctx.prompts.lookup(
             tb.tenant, str(message.chat.id), str(reply_to.message_id)
         )
-        if ref is None or ref.kind not in ("prompt", COPY, OTHER):
+        if ref is None:
+            return await self._by_keyboard(tb, reply_to)
+        if ref.kind not in ("prompt", COPY, OTHER):
             return None
         rec = await self.ctx.store.load(ref.question_id)
         return (rec, ref.index, ref.kind) if rec is not None else None
+
+    async def _by_keyboard(
+        self, tb: TenantBot, reply_to: Message
+    ) -> tuple[Record, int, str] | None:
+        """A reply to one of this bot's prompts that the worker has not recorded yet (the
+        person was quicker than the confirm that follows the send, or the worker died
+        before it): the prompt's buttons name its question and target."""
+        user = reply_to.from_user
+        markup = reply_to.reply_markup
+        if user is None or user.id != tb.bot_id or markup is None:
+            return None
+        for row in markup.inline_keyboard:
+            for button in row:
+                try:
+                    tap = Tap.unpack(button.callback_data or "")
+                except (ValueError, TypeError):
+                    continue
+                rec = await self.ctx.store.load(tap.q)
+                return (rec, tap.t, "prompt") if rec is not None else None
+        return None
 
     async def handle(
         self, message: Message, bot: Bot, text: str, *, edited: bool = False, skip: bool = False
