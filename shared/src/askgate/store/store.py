@@ -44,6 +44,9 @@ from askgate.store.record import (
 )
 from askgate.store.timers import plan
 
+# How many batches of sweep_batch one sweep step of a shard takes at once (sweep_shard).
+SWEEP_AHEAD = 4
+
 
 class Store(Queries):
     def __init__(self, redis: Redis, settings: Settings) -> None:
@@ -468,19 +471,34 @@ class Store(Queries):
         return [keys.question_keys(qid, *values[4 * n : 4 * n + 4]) for n, qid in enumerate(ids)]
 
     async def sweep_shard(self, shard: int, now: int | None = None) -> tuple[int, int]:
-        """End up to sweep_batch overdue questions of one shard as no_answer/timeout.
-        Returns (ended, taken): taken == sweep_batch means more may be due."""
+        """End up to SWEEP_AHEAD batches of sweep_batch overdue questions of one shard as
+        no_answer/timeout. Returns (ended, taken): taken >= sweep_batch means more may be
+        due.
+
+        The batches are swept concurrently, each its own FIELDS and SWEEP call, so the
+        client packs one batch while Redis runs another (one at a time: a script blocks
+        Redis for its batch, a few ms, and other clients' commands run in between)."""
         now = now or now_ms()
         due = keys.due(shard)
-        ids = _ids(await self.redis.zrangebyscore(due, "-inf", now, 0, self.settings.sweep_batch))
-        if not ids:
-            return 0, 0
+        batch = self.settings.sweep_batch
+        ids = _ids(await self.redis.zrangebyscore(due, "-inf", now, 0, batch * SWEEP_AHEAD))
+        # Every batch runs to its end before a failure is raised: none is left running.
+        replies = await asyncio.gather(
+            *(self._sweep_batch(shard, ids[i : i + batch], now) for i in range(0, len(ids), batch)),
+            return_exceptions=True,
+        )
+        for reply in replies:
+            if isinstance(reply, BaseException):
+                raise reply
+        return sum(r for r in replies if isinstance(r, int)), len(ids)
+
+    async def _sweep_batch(self, shard: int, ids: list[str], now: int) -> int:
         groups = await self.question_keys(ids)
         ended, _ = await self._sweep(
-            keys=[due, keys.metrics(shard), *_flat(groups)],
+            keys=[keys.due(shard), keys.metrics(shard), *_flat(groups)],
             args=[now, self.keep_ms, self.maxlen, NO_ANSWER, *_counted(ids, groups)],
         )
-        return int(ended), len(ids)
+        return int(ended)
 
     async def sweep_undelivered(
         self, shard: int, live: set[str] | frozenset[str], now: int | None = None
