@@ -53,7 +53,7 @@ RECONNECT_BACKOFF_S = 0.5
 class Waiters:
     def __init__(self, redis: Redis) -> None:
         self._redis = redis
-        self._waiters: dict[str, set[asyncio.Future[None]]] = {}
+        self._waiters: dict[str, set[asyncio.Future[bool]]] = {}
         self._task: asyncio.Task[None] | None = None
         self.ready = asyncio.Event()
 
@@ -77,28 +77,31 @@ class Waiters:
         """Whether a waiter of `question_id` is parked here now."""
         return bool(self._waiters.get(question_id))
 
-    def register(self, question_id: str) -> asyncio.Future[None]:
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    def register(self, question_id: str) -> asyncio.Future[bool]:
+        fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._waiters.setdefault(question_id, set()).add(fut)
         return fut
 
-    def unregister(self, question_id: str, fut: asyncio.Future[None]) -> None:
+    def unregister(self, question_id: str, fut: asyncio.Future[bool]) -> None:
         waiting = self._waiters.get(question_id)
         if waiting is not None:
             waiting.discard(fut)
             if not waiting:
                 del self._waiters[question_id]
 
-    def _wake(self, question_id: str) -> None:
+    def _wake(self, question_id: str, final: bool = False) -> None:
+        """Wake the waiters of `question_id`: `final` when Redis said it ended (a waiter
+        then reads the question once, without re-reading its status first), else to
+        re-read it (the subscription was away, a slot moved)."""
         for fut in self._waiters.pop(question_id, ()):
             if not fut.done():
-                fut.set_result(None)
+                fut.set_result(final)
 
     def _wake_ids(self, data: bytes) -> None:
         """Wake the waiters of the ids in a done message (one id, or a sweep's batch)."""
         for qid in data.decode().split(" "):
             if qid in self._waiters:
-                self._wake(qid)
+                self._wake(qid, final=True)
 
     def _wake_all(self) -> None:
         for qid in list(self._waiters):
@@ -132,7 +135,7 @@ class Waiters:
                         self._wake_ids(msg["data"])
                     elif msg["type"] == "pmessage":
                         channel: bytes = msg["channel"]
-                        self._wake(channel.decode().rsplit(":", 1)[1])
+                        self._wake(channel.decode().rsplit(":", 1)[1], final=True)
             except (RedisError, OSError) as exc:
                 self.ready.clear()
                 self._wake_all()
@@ -292,9 +295,9 @@ class ShardedWaiters(Waiters):
                     await client.aclose()
 
 
-def _settle(fut: asyncio.Future[None]) -> None:
+def _settle(fut: asyncio.Future[bool]) -> None:
     if not fut.done():
-        fut.set_result(None)
+        fut.set_result(False)
 
 
 async def wait_final(
@@ -302,8 +305,9 @@ async def wait_final(
 ) -> Record:
     """The question once it is final, or after timeout_s (at most WAIT_MAX_S) as it is.
 
-    While waiting only the status is re-read, and nothing but a future is held, so a
-    process can keep tens of thousands of waiters. A Redis restart inside the window is
+    While waiting nothing but a future is held, so a process can keep tens of thousands
+    of waiters; woken by the question's end it is read once, woken otherwise (the
+    subscription was away) only its status is re-read. A Redis restart inside the window is
     ridden out by polling; if Redis is still away at the end, Unavailable (503)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + min(max(timeout_s, 0.0), WAIT_MAX_S)
@@ -319,10 +323,12 @@ async def wait_final(
                 remaining = min(remaining, DEGRADED_POLL_S)
             timer = loop.call_later(remaining, _settle, fut)
             try:
-                await fut
+                final = await fut
             finally:
                 timer.cancel()
             waiters.unregister(question_id, fut)
+            if final:  # Redis published its end: read it once, below
+                break
             fut = waiters.register(question_id)
             try:
                 status = await store.status_of(tenant, question_id)
