@@ -39,6 +39,21 @@ delivered" is when Redis has written every published message to all four subscri
 scripts; CPU is each process's user + system seconds over the sweep. The second row
 repeats the sweep for a fifth as many questions with the API processes stopped (no
 subscribers), to show what the subscriptions cost.
+
+What bounds it: Redis runs every script on one thread, so its CPU during the sweep is a
+floor under the wall time whatever the other processes do. Counted as instructions,
+which load on the machine does not change (redis-server under `valgrind --tool=callgrind
+--instr-atstart=no`, collection switched on with `callgrind_control -i on` for a sweep
+of 3,000 questions of this fixture, 2026-12-01): redis-server executes about 210,000
+instructions per expiry with the AOF on and 150,000 with it off. The AOF's share (about
+29%) is the script's effects written out as commands, about 52 arguments per question
+(its HSET, SET, HDEL and two XADDs); the FIELDS call that reads the fields naming each
+question's keys, so that SWEEP can declare every key it touches, is about 14%; the rest
+is SWEEP's seven commands per question (HMGET, HSET, SET, HDEL, two XADDs, the public
+PUBLISH) and Lua's work around them. At this machine's 20-30 µs of Redis CPU per expiry
+(the notes above), 100,000 take 2-3 s of one Redis thread: the 2 s goal needs a faster
+core, no AOF, or fewer writes per expiry (each of the five is part of what a user can
+read: state, result, session, the two channels' events).
 """
 INSTANCE = "bench-sweeper"
 
@@ -231,6 +246,10 @@ def report_rows(fig: Figure, full: dict[str, Any], bare: dict[str, Any]) -> None
         f"{full['sample_final']}/{full['sample']} sampled questions no_answer/timeout; "
         f"{full['spublish']:,} done messages to the API processes' subscription; "
         f"{full['subscribers']} clients held a subscription"
+    )
+    fig.note(
+        f"redis-server CPU per question ended: {c['redis'] / n * 1e6:.1f} µs, so "
+        f"{c['redis']:.2f} s of its one thread for these {n:,} (a floor under the wall time)"
     )
     total = c["redis"] + c["sweeper"] + c["apis"]
     fig.note(

@@ -24,9 +24,10 @@ from bench.sample import ANSWERS, BIG, QUESTIONS, ask_body, make_redis, make_set
 
 TITLE = "Wake latency: an answer to the waiting agent"
 METHOD = """
-**In-process**: the API's `Waiters` (`askgate_api.waiters`: one pattern subscription shared
-by every waiter) and a `Store` in one uvloop process, on separate Redis connections as in
-the API. For each of {n_inproc} pending 3-question asks a future is registered and a task
+**In-process**: the API's `Waiters` (`askgate_api.waiters`: one subscription shared by
+every waiter, on this Redis 7 to the shards' done channels, which RESOLVE publishes each
+ended id on) and a `Store` in one uvloop process, on separate Redis connections as in the
+API. For each of {n_inproc} pending 3-question asks a future is registered and a task
 awaits it; the clock runs from calling `Store.answer()` (it reads the question, checks the
 answers, runs RESOLVE, which publishes the result) until the waiting task resumes. Every
 other question is instead ended by issuing the RESOLVE script alone (`Store._finish`),
@@ -66,7 +67,7 @@ async def inprocess(url: str, n: int, fig: Figure) -> None:
             woke: asyncio.Future[float] = loop.create_future()
 
             async def waiter(
-                f: asyncio.Future[None] = fut, w: asyncio.Future[float] = woke
+                f: asyncio.Future[bool] = fut, w: asyncio.Future[float] = woke
             ) -> None:
                 await f
                 w.set_result(time.perf_counter())
