@@ -291,6 +291,10 @@ class RedisClusterProcess:
                         # The shards of a node that is away fail; the others keep serving.
                         "--cluster-require-full-coverage",
                         "no",
+                        # A replica's first sync starts at once (Redis waits 5 s by
+                        # default for more replicas to share one diskless transfer).
+                        "--repl-diskless-sync-delay",
+                        "0",
                     ],
                 )
             )
