@@ -75,11 +75,13 @@ class Component:
         self.pids.append(self.proc.pid)
         if self.ready_url:
             deadline = time.monotonic() + timeout_s
-            while time.monotonic() < deadline and self.proc.poll() is None:
-                with contextlib.suppress(httpx.HTTPError):
-                    if httpx.get(self.ready_url, timeout=1.0).status_code == 200:
-                        return
-                time.sleep(0.05)
+            # One client for every poll: a new one builds a TLS context (~30 ms of CPU).
+            with httpx.Client(timeout=1.0) as http:
+                while time.monotonic() < deadline and self.proc.poll() is None:
+                    with contextlib.suppress(httpx.HTTPError):
+                        if http.get(self.ready_url).status_code == 200:
+                            return
+                    time.sleep(0.05)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
