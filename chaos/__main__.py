@@ -59,7 +59,8 @@ def base_env(redis_url: str) -> dict[str, str]:
     }
 
 
-def start_stack(redis: RedisProcess, log_dir: Path) -> tuple[list[Component], list[str]]:
+def stack_components(redis: RedisProcess, log_dir: Path) -> tuple[list[Component], list[str]]:
+    """The APIs, sweepers and webhooks service (not started yet) and the APIs' URLs."""
     env = base_env(redis.url)
     procs: list[Component] = []
     urls = []
@@ -95,8 +96,6 @@ def start_stack(redis: RedisProcess, log_dir: Path) -> tuple[list[Component], li
             log_dir,
         )
     )
-    for p in procs:
-        p.start()
     return procs, urls
 
 
@@ -159,7 +158,7 @@ async def run(args: argparse.Namespace) -> int:
         tenant, key = await create_tenant(client, "chaos", max_pending=10**6, asks_per_s=10**6)
         # The receivers are local: this tenant's own allow-list opens loopback for it.
         await set_outbound_allow(client, tenant.id, "127.0.0.0/8")
-        procs, urls = await asyncio.to_thread(start_stack, redis, log_dir)
+        procs, urls = stack_components(redis, log_dir)
         stack = Stack(
             base_env(redis.url),
             log_dir,
@@ -168,8 +167,13 @@ async def run(args: argparse.Namespace) -> int:
             args.seed,
             tenant.id,
         )
-        for ch in channels:
-            channel_procs += await ch.start(stack)
+        # Everything at once: a start is mostly an interpreter importing its service.
+        *_, started = await asyncio.gather(
+            *(asyncio.to_thread(p.start) for p in procs),
+            asyncio.gather(*(ch.start(stack) for ch in channels)),
+        )
+        for worker_procs in started:
+            channel_procs += worker_procs
         webhooks = next(p for p in procs if p.name == "webhooks")
         victims: dict[str, list[Victim]] = {
             "api": [p for p in procs if p.name.startswith("api")],

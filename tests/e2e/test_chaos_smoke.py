@@ -15,7 +15,7 @@ CHANNELS = ["text", "telegram", "slack", "discord"]
 
 @pytest.mark.timeout(400)
 def test_short_chaos_run_loses_and_doubles_nothing_on_any_channel() -> None:
-    """`python -m chaos` for 8 s with 4 agents kills every channel worker once and exits
+    """`python -m chaos` for 4 s with 4 agents kills every channel worker once and exits
     0: nothing lost, nothing doubled, no prompt missing or posted twice on any platform."""
     run = subprocess.run(
         [
@@ -23,7 +23,7 @@ def test_short_chaos_run_loses_and_doubles_nothing_on_any_channel() -> None:
             "-m",
             "chaos",
             "--duration",
-            "8",
+            "4",
             "--agents",
             "4",
             "--seed",
