@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import itertools
 import os
 import secrets
@@ -486,37 +487,61 @@ def test_cli_without_the_cluster_flag_says_what_to_set(
     assert "set ASKGATE_REDIS_CLUSTER=true" in done.stderr
 
 
+def start_service(
+    module: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], **env: str
+) -> tuple[object, str]:
+    """`python -m <module>`'s entry point run here with only `env` set (no other
+    ASKGATE_ variable): its exit code and what it printed on stderr. (In this process:
+    a new interpreter per service cost seconds, aiogram's import alone; the `-m` start
+    itself is what the e2e tests' service processes do.)"""
+    for name in os.environ:
+        if name.startswith("ASKGATE_"):
+            monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    main = importlib.import_module(f"{module}.__main__").main
+    with pytest.raises(SystemExit) as exited:
+        if module == "askgate_api":
+            main()  # the API takes no arguments
+        else:
+            main([])
+    return exited.value.code, capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "module",
     ["askgate_api", "askgate_sweeper", "askgate_webhooks", "askgate_text", "askgate_telegram"],
 )
 def test_service_refuses_a_cluster_node_without_the_flag(
-    redis_cluster: RedisClusterProcess, module: str
+    redis_cluster: RedisClusterProcess,
+    module: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Each service's start-up check exits 2 on a cluster node, naming the setting."""
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("ASKGATE_")}
-    done = subprocess.run(
-        [sys.executable, "-m", module],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**environ, "REDIS_URL": redis_cluster.url, "ASKGATE_SECRET_KEY": "k" * 32},
-        check=False,
+    code, err = start_service(
+        module,
+        monkeypatch,
+        capsys,
+        REDIS_URL=redis_cluster.url,
+        ASKGATE_SECRET_KEY="k" * 32,
     )
-    assert done.returncode == 2, done.stderr
-    assert "set ASKGATE_REDIS_CLUSTER=true" in done.stderr
+    assert code == 2, err
+    assert "set ASKGATE_REDIS_CLUSTER=true" in err
 
 
-def test_webhooks_on_a_cluster_needs_a_jobs_redis(redis_cluster: RedisClusterProcess) -> None:
+def test_webhooks_on_a_cluster_needs_a_jobs_redis(
+    redis_cluster: RedisClusterProcess,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """Clustered, the webhook service refuses to start until ASKGATE_JOBS_REDIS_URL is set."""
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("ASKGATE_")}
-    done = subprocess.run(
-        [sys.executable, "-m", "askgate_webhooks"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**environ, "REDIS_URL": redis_cluster.url, "ASKGATE_REDIS_CLUSTER": "true"},
-        check=False,
+    code, err = start_service(
+        "askgate_webhooks",
+        monkeypatch,
+        capsys,
+        REDIS_URL=redis_cluster.url,
+        ASKGATE_REDIS_CLUSTER="true",
     )
-    assert done.returncode == 2, done.stderr
-    assert "ASKGATE_JOBS_REDIS_URL must be set" in done.stderr
+    assert code == 2, err
+    assert "ASKGATE_JOBS_REDIS_URL must be set" in err
