@@ -36,17 +36,6 @@ async def test_tenant_keyspace(redis: Redis) -> None:
     assert await redis.smembers(keys.tenant_api_keys(tenant.id)) == {hash_key(api_key).encode()}
 
 
-def test_tenant_keys_share_the_tenant_tag() -> None:
-    """The record, the key index and the quota keys carry `{t:<tenant>}`: one slot."""
-    names = [
-        keys.tenant("t1"),
-        keys.tenant_api_keys("t1"),
-        keys.tenant_pending("t1"),
-        keys.tenant_rate("t1"),
-    ]
-    assert all("{t:t1}" in name for name in names)
-
-
 async def test_another_key_is_indexed_and_works(redis: Redis) -> None:
     """A key issued later joins the tenant's index and finds the tenant."""
     tenant, first = await create_tenant(redis, "acme")

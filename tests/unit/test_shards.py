@@ -1,6 +1,6 @@
 """Shards that spread: new asks go to 48 shards whose hash tags lie in 48 equal parts of
 the Redis Cluster slot space, so a cluster of N nodes serves them evenly; the 16 shards of
-ids from before keep their tags."""
+ids from before keep their tags. A tenant's keys share one slot."""
 
 from __future__ import annotations
 
@@ -52,3 +52,16 @@ def test_a_new_ask_never_goes_to_an_old_shard(session: str) -> None:
 def test_an_id_past_the_shards_is_not_a_question_id(bad: str) -> None:
     with pytest.raises(ValueError, match="not a question id"):
         keys.shard_of(bad)
+
+
+def test_tenant_keys_share_the_tenant_tag() -> None:
+    """The record, the key index and the quota keys carry `{t:<tenant>}`: one slot, so
+    the scripts that touch them together run on a cluster."""
+    names = [
+        keys.tenant("t1"),
+        keys.tenant_api_keys("t1"),
+        keys.tenant_pending("t1"),
+        keys.tenant_rate("t1"),
+    ]
+    assert all("{t:t1}" in name for name in names)
+    assert len({key_slot(name.encode()) for name in names}) == 1
