@@ -12,7 +12,7 @@ from askgate.dev.redis_server import RedisProcess
 from askgate.store.tenants import create_tenant
 from askgate_client import Askgate, AskResult, AsyncAskgate, InvalidAsk
 
-from tests.e2e.conftest import answer_production, pending_question
+from tests.support.agents import answer_production, pending_question
 from tests.support.asks import Tenant, ask_body
 from tests.support.processes import ApiProcess
 from tests.support.waiting import eventually

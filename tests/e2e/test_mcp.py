@@ -17,7 +17,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp_types import CallToolResult, TextContent
 
-from tests.e2e.conftest import answer_production, pending_question
+from tests.support.agents import answer_production, pending_question
 from tests.support.asks import Tenant, ask_body
 from tests.support.processes import ApiProcess
 from tests.support.waiting import eventually

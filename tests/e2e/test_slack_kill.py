@@ -16,9 +16,9 @@ from askgate.store import keys
 from askgate.store.store import Store
 from redis.asyncio import Redis
 
-from tests.integration.slack.conftest import ROOM, configure
 from tests.integration.slack.fake_slack import FakeSlack
 from tests.support.asks import SECRET, Tenant, ask_body, make_settings
+from tests.support.slack import ROOM, configure
 from tests.support.waiting import eventually
 
 # A fresh process imports slack_sdk and aiohttp first: seconds on a busy machine.

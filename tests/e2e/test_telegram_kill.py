@@ -16,9 +16,9 @@ from askgate.store.store import Store
 from askgate.store.tenants import set_channel_config
 from redis.asyncio import Redis
 
-from tests.integration.telegram.conftest import PRIVATE, TOKEN, WEBHOOK_SECRET
 from tests.integration.telegram.fake_bot_api import FakeBotAPI
 from tests.support.asks import SECRET, Tenant, ask_body, make_settings
+from tests.support.telegram import PRIVATE, TOKEN, WEBHOOK_SECRET
 from tests.support.waiting import eventually
 
 # A fresh process imports aiogram first: seconds on a busy machine.

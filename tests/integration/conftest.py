@@ -4,7 +4,7 @@ outgoing POSTs, and the plain-text channel worker in-process."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
@@ -17,11 +17,8 @@ from redis.asyncio import Redis
 
 from tests.integration.http_receiver import Receiver
 from tests.support.asks import SECRET
+from tests.support.text import LOCAL, StartWorker
 from tests.support.waiting import eventually
-
-StartWorker = Callable[..., Awaitable[None]]
-# The local receivers listen on 127.0.0.1, which the outbound policy refuses unless opened.
-LOCAL = "127.0.0.0/8"
 
 
 @pytest.fixture

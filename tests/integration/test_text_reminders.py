@@ -11,9 +11,9 @@ from askgate.settings import Settings
 from askgate.store import keys
 from redis.asyncio import Redis
 
-from tests.integration.conftest import LOCAL, StartWorker
 from tests.integration.http_receiver import Receiver, Reply
 from tests.support.asks import Tenant, ask_body, make_settings, question
+from tests.support.text import LOCAL, StartWorker
 from tests.support.timers import created_ms, fire_timers
 from tests.support.waiting import eventually
 

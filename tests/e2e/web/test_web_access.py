@@ -9,9 +9,9 @@ import httpx
 from askgate.domain.signing import session_link_sig
 from playwright.async_api import Page, expect
 
-from tests.e2e.web.conftest import MULTI_ASK, Shot, ask, wait_final
 from tests.support.asks import SECRET, Tenant
 from tests.support.processes import WebProcess
+from tests.support.web import MULTI_ASK, Shot, ask, wait_final
 
 REFUSED = "This link is invalid or has expired. Ask the agent for a new one."
 

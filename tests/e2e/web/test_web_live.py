@@ -11,9 +11,9 @@ from askgate.domain.signing import session_link
 from askgate.store import keys
 from playwright.async_api import Browser, Page, expect
 
-from tests.e2e.web.conftest import DESKTOP, MULTI_ASK, ask
 from tests.support.asks import SECRET, Tenant
 from tests.support.processes import WebProcess
+from tests.support.web import DESKTOP, MULTI_ASK, ask
 
 
 async def test_new_question_appears_on_an_open_page(

@@ -7,8 +7,8 @@ import asyncio
 import httpx
 from playwright.async_api import Page, expect
 
-from tests.e2e.web.conftest import MULTI_ASK, Shot, ask, wait_final
 from tests.support.asks import Tenant
+from tests.support.web import MULTI_ASK, Shot, ask, wait_final
 
 
 async def test_turkish_ask_renders_every_word_in_turkish(

@@ -7,9 +7,9 @@ import httpx
 from askgate.domain.signing import operator_link
 from playwright.async_api import Page, expect
 
-from tests.e2e.web.conftest import ask
 from tests.support.asks import SECRET, Tenant
 from tests.support.processes import WebProcess
+from tests.support.web import ask
 
 
 async def test_questions_come_and_go_live(

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from askgate.store import keys
 
-from tests.integration.discord.conftest import CHANNEL, THREE, Harness
 from tests.integration.discord.fake_discord import FakeDiscord
+from tests.support.discord import CHANNEL, THREE, Harness
 from tests.support.waiting import eventually
 
 OTHER = "1300000000000000002"

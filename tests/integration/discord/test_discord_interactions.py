@@ -9,7 +9,7 @@ import pytest
 from askgate.store import keys
 from nacl.signing import SigningKey
 
-from tests.integration.discord.conftest import (
+from tests.support.discord import (
     ADA,
     BOB,
     OPS_ROLE,

@@ -14,9 +14,9 @@ from askgate.store.store import Store
 from nacl.signing import SigningKey
 from redis.asyncio import Redis
 
-from tests.integration.discord.conftest import CHANNEL, configure
 from tests.integration.discord.fake_discord import FakeDiscord
 from tests.support.asks import SECRET, Tenant, ask_body, make_settings
+from tests.support.discord import CHANNEL, configure
 from tests.support.waiting import eventually
 
 # A fresh process imports its libraries first: seconds on a busy machine.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.integration.discord.conftest import CHANNEL, Harness
+from tests.support.discord import CHANNEL, Harness
 from tests.support.timers import created_ms, fire_timers
 from tests.support.waiting import eventually
 

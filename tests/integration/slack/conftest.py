@@ -3,170 +3,26 @@
 `sl` starts the fake, gives the test tenant a bot token, a signing secret and an
 allow-list, and runs the real SlackService (HTTP mode on a free port, a settable clock
 for signatures); clicks and events are POSTed to its real endpoints, signed the way
-Slack signs them.
+Slack signs them (the harness: tests/support/slack.py).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
-from typing import Any
-from urllib.parse import urlencode
 
 import httpx
-import orjson
 import pytest
-from askgate.store.tenants import set_channel_config
-from askgate_slack.config import SlackSettings
 from askgate_slack.service import SlackService
 from redis.asyncio import Redis
-from slack_sdk.signature import SignatureVerifier
 
-from tests.integration.slack.fake_slack import APP_TOKEN, TOKEN, FakeSlack, Msg
-from tests.support.asks import SECRET, Tenant, ask_body
+from tests.integration.slack.fake_slack import FakeSlack
+from tests.support.asks import Tenant
 from tests.support.clock import FakeClock
-from tests.support.waiting import eventually
-
-SIGNING_SECRET = "signing-secret-0123456789abcdef"
-ROOM = "C0ROOM"  # a shared channel
-DM = "D0ADA"  # Ada's direct messages with the bot
-ADA = "U0ADA"  # allowed
-BOB = "U0BOB"  # not on the tenant's allow-list
-
-
-def slack_settings(redis_url: str, api: str, **overrides: Any) -> SlackSettings:
-    values: dict[str, Any] = {
-        "redis_url": redis_url,
-        "secret_key": SECRET,
-        "timeout_min_s": 1,
-        "slack_mode": "http",
-        "slack_port": 0,
-        "slack_api_base": api,
-        "consumer_block_ms": 50,
-        "consumer_claim_every_s": 0.2,
-        "delivery_backoff_s": 0.01,
-        "channel_refresh_s": 0.5,
-        **overrides,
-    }
-    return SlackSettings(**values)
-
-
-def signed(body: bytes, *, at: float | None = None, secret: str = SIGNING_SECRET) -> dict[str, str]:
-    ts = str(int(at if at is not None else time.time()))
-    signature = SignatureVerifier(secret).generate_signature(timestamp=ts, body=body)
-    assert signature is not None
-    return {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": signature}
-
-
-class Harness:
-    def __init__(
-        self,
-        fake: FakeSlack,
-        service: SlackService,
-        tenant: Tenant,
-        api: httpx.AsyncClient,
-        redis: Redis,
-        clock: FakeClock,
-    ) -> None:
-        self.fake = fake
-        self.service = service
-        self.tenant = tenant
-        self.api = api
-        self.redis = redis
-        self.clock = clock
-        # Socket Mode runs no HTTP server.
-        port = service.port if service.port is not None else 9
-        # A harness limit, not a behaviour: a loaded machine can take seconds to answer.
-        self.http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30)
-
-    async def ask(
-        self,
-        *,
-        channel_id: str = ROOM,
-        session: str = "s1",
-        target: dict[str, Any] | None = None,
-        targets: list[dict[str, Any]] | None = None,
-        **extra: Any,
-    ) -> dict[str, Any]:
-        slack = {"channel": "slack", "channel_id": channel_id, **(target or {})}
-        body = ask_body(session, targets=targets or [slack], **extra)
-        r = await self.api.post("/v1/questions", json=body, headers=self.tenant.headers)
-        assert r.status_code == 201, r.text
-        return dict(r.json())
-
-    async def prompt(self, channel: str = ROOM, n: int = 1) -> Msg:
-        """The n-th prompt (a bot message with controls) in the conversation."""
-
-        def find() -> Msg | None:
-            prompts = [m for m in self.fake.messages(channel) if m.user is None and m.metadata]
-            return prompts[n - 1] if len(prompts) >= n else None
-
-        msg = await eventually(find, f"prompt {n} in {channel}")
-        assert isinstance(msg, Msg)
-        return msg
-
-    async def interact(self, payload: dict[str, Any], **sign: Any) -> httpx.Response:
-        body = urlencode({"payload": orjson.dumps(payload).decode()}).encode()
-        headers = {"Content-Type": "application/x-www-form-urlencoded", **signed(body, **sign)}
-        return await self.http.post(
-            f"/slack/{self.tenant.id}/interactivity", content=body, headers=headers
-        )
-
-    async def event(
-        self, body: dict[str, Any], retry: int | None = None, **sign: Any
-    ) -> httpx.Response:
-        raw = orjson.dumps(body)
-        headers = {"Content-Type": "application/json", **signed(raw, **sign)}
-        if retry is not None:
-            headers["X-Slack-Retry-Num"] = str(retry)
-            headers["X-Slack-Retry-Reason"] = "http_timeout"
-        return await self.http.post(f"/slack/{self.tenant.id}/events", content=raw, headers=headers)
-
-    async def question(self, qid: str) -> dict[str, Any]:
-        r = await self.api.get(f"/v1/questions/{qid}", headers=self.tenant.headers)
-        return dict(r.json())
-
-    async def delivered(self, qid: str, target: int = 0) -> dict[str, Any]:
-        """The target's delivery once the ledger has settled it as delivered: the prompt
-        reaches the fake a moment before the worker confirms it."""
-
-        async def settled() -> dict[str, Any] | None:
-            d = dict((await self.question(qid))["deliveries"][target])
-            return d if d["status"] == "delivered" else None
-
-        return dict(await eventually(settled, f"delivery {target} of {qid} settled"))
-
-    async def wait_result(self, qid: str) -> dict[str, Any]:
-        r = await self.api.get(
-            f"/v1/questions/{qid}/wait?timeout_s=10", headers=self.tenant.headers
-        )
-        body = dict(r.json())
-        assert body["status"] != "pending", body
-        return body
-
-    async def summary(self, msg: Msg) -> str:
-        await eventually(
-            lambda: msg.edits and not msg.actions, f"prompt {msg.ts} edited into its summary"
-        )
-        return msg.text
-
-    async def told(self, user: str, n: int = 1) -> list[str]:
-        """The first n ephemeral messages `user` was shown (waits for them)."""
-        await eventually(lambda: len(self.fake.told(user)) >= n, f"{n} message(s) to {user}")
-        return self.fake.told(user)
-
-    async def said(self, channel: str, thread_ts: str | None, n: int = 1) -> list[str]:
-        """The bot's plain messages (not prompts) in a thread or conversation."""
-
-        def replies() -> list[str]:
-            return [
-                m.text
-                for m in self.fake.messages(channel)
-                if m.user is None and not m.metadata and m.thread_ts == thread_ts
-            ]
-
-        await eventually(lambda: len(replies()) >= n, f"{n} bot repl(ies) in {channel}")
-        return replies()
+from tests.support.slack import (
+    Harness,
+    configure,
+    slack_settings,
+)
 
 
 @pytest.fixture
@@ -174,15 +30,6 @@ async def fake() -> AsyncIterator[FakeSlack]:
     server = await FakeSlack().start()
     yield server
     await server.stop()
-
-
-async def configure(redis: Redis, tenant: Tenant, **extra: str) -> None:
-    await set_channel_config(
-        redis,
-        tenant.id,
-        "slack",
-        {"bot_token": TOKEN, "signing_secret": SIGNING_SECRET, "allowed_user_ids": ADA, **extra},
-    )
 
 
 @pytest.fixture
@@ -201,6 +48,3 @@ async def sl(
     yield harness
     await harness.http.aclose()
     await service.close()
-
-
-__all__ = ["ADA", "APP_TOKEN", "BOB", "DM", "ROOM", "Harness", "eventually"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.integration.slack.conftest import ADA, BOB, DM, ROOM, Harness
+from tests.support.slack import ADA, BOB, DM, ROOM, Harness
 from tests.support.waiting import eventually
 
 

@@ -6,7 +6,7 @@ import pytest
 from askgate.domain.i18n import t
 from askgate.store import keys
 
-from tests.integration.slack.conftest import ADA, ROOM, Harness
+from tests.support.slack import ADA, ROOM, Harness
 from tests.support.waiting import eventually
 
 OTHER = "C0OTHER"

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.slack.conftest import ADA, BOB, Harness
 from tests.support.questions import AREAS, DEPLOY_AREAS_NOTIFY
+from tests.support.slack import ADA, BOB, Harness
 from tests.support.waiting import eventually
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.integration.slack.conftest import ADA, ROOM, Harness
+from tests.support.slack import ADA, ROOM, Harness
 from tests.support.timers import created_ms, fire_timers
 from tests.support.waiting import eventually
 

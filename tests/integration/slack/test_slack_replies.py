@@ -3,8 +3,8 @@ replies corrected in the thread, Slack's event retries handled once."""
 
 from __future__ import annotations
 
-from tests.integration.slack.conftest import ADA, BOB, DM, ROOM, Harness
 from tests.support.questions import DEPLOY_AREAS_NOTIFY
+from tests.support.slack import ADA, BOB, DM, ROOM, Harness
 
 
 async def test_thread_reply_answers_the_prompt(sl: Harness) -> None:

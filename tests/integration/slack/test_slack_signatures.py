@@ -7,7 +7,7 @@ from __future__ import annotations
 import orjson
 from askgate.domain.timeutil import now_ms
 
-from tests.integration.slack.conftest import ADA, Harness, signed
+from tests.support.slack import ADA, Harness, signed
 
 
 async def test_wrong_signature_is_401_and_changes_nothing(sl: Harness) -> None:

@@ -11,18 +11,17 @@ import pytest
 from askgate_slack.service import SlackService
 from redis.asyncio import Redis
 
-from tests.integration.slack.conftest import (
+from tests.integration.slack.fake_slack import APP_TOKEN, FakeSlack
+from tests.support.asks import Tenant
+from tests.support.clock import FakeClock
+from tests.support.slack import (
     ADA,
-    APP_TOKEN,
     BOB,
     ROOM,
     Harness,
     configure,
     slack_settings,
 )
-from tests.integration.slack.fake_slack import FakeSlack
-from tests.support.asks import Tenant
-from tests.support.clock import FakeClock
 from tests.support.waiting import eventually
 
 

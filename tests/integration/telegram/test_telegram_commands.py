@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.integration.telegram.conftest import ADA, GROUP, PRIVATE, Harness
+from tests.support.telegram import ADA, GROUP, PRIVATE, Harness
 from tests.support.waiting import eventually
 
 OTHER_BOT = "/skip@some_other_bot"

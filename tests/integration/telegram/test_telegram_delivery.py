@@ -7,8 +7,8 @@ import pytest
 from askgate.store import keys
 from askgate_telegram.render import Tap
 
-from tests.integration.telegram.conftest import ADA, PRIVATE, Harness
 from tests.support.questions import THREE
+from tests.support.telegram import ADA, PRIVATE, Harness
 from tests.support.waiting import eventually
 
 OTHER_CHAT = 777

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from askgate_telegram.service import TelegramService
 
-from tests.integration.telegram.conftest import ADA, Harness, tg_settings
 from tests.integration.telegram.fake_bot_api import FakeBotAPI
+from tests.support.telegram import ADA, Harness, tg_settings
 from tests.support.waiting import eventually
 
 

@@ -12,8 +12,8 @@ from askgate_telegram.render import Tap
 from askgate_telegram.service import TelegramService
 from redis.asyncio import Redis
 
-from tests.integration.telegram.conftest import ADA, PRIVATE, Harness, tg_settings
 from tests.integration.telegram.fake_bot_api import FakeBotAPI
+from tests.support.telegram import ADA, PRIVATE, Harness, tg_settings
 from tests.support.waiting import eventually
 
 OTHER = 777  # another private chat

@@ -8,8 +8,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from askgate.domain.signing import verify_session_link
 
-from tests.integration.telegram.conftest import GROUP, PRIVATE, Harness
 from tests.support.asks import SECRET
+from tests.support.telegram import GROUP, PRIVATE, Harness
 
 
 async def test_prompt_has_a_bold_header_and_the_time_left(tg: Harness) -> None:

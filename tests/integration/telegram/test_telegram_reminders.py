@@ -4,7 +4,7 @@ and the answer there ends it everywhere."""
 
 from __future__ import annotations
 
-from tests.integration.telegram.conftest import ADA, GROUP, PRIVATE, Harness
+from tests.support.telegram import ADA, GROUP, PRIVATE, Harness
 from tests.support.timers import created_ms, fire_timers
 from tests.support.waiting import eventually
 

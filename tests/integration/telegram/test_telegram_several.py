@@ -3,9 +3,9 @@ question, Submit once each has one, and a summary that names each answer's quest
 
 from __future__ import annotations
 
-from tests.integration.telegram.conftest import ADA, PRIVATE, Harness
 from tests.integration.telegram.fake_bot_api import Msg
 from tests.support.questions import THREE, answers
+from tests.support.telegram import ADA, PRIVATE, Harness
 
 
 def button(prompt: Msg, data_end: str) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from askgate.channels.inbound import IN_HAND
 from askgate.store import keys
 
-from tests.integration.telegram.conftest import ADA, BOB, GROUP, TOKEN, Harness
 from tests.support.clock import FakeClock
+from tests.support.telegram import ADA, BOB, GROUP, TOKEN, Harness
 
 
 async def test_tap_gives_the_agent_the_exact_result(tg: Harness) -> None:

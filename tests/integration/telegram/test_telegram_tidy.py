@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.integration.telegram.conftest import ADA, BOB, GROUP, PRIVATE, Harness
 from tests.support.questions import THREE, answers
+from tests.support.telegram import ADA, BOB, GROUP, PRIVATE, Harness
 from tests.support.waiting import eventually
 
 REGION = {
