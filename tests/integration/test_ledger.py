@@ -18,6 +18,7 @@ from askgate.store.store import Store
 from redis.asyncio import Redis
 
 from tests.support.asks import Tenant, ask_body
+from tests.support.clock import FakeClock
 
 pytestmark = pytest.mark.both_redis
 
@@ -106,9 +107,12 @@ async def test_a_dead_workers_claim_follows_the_policy(
     """A claim whose lease ran out is taken over (resend) or counted as shown (assume)."""
     store = Store(redis, settings)
     rec = await ask(store, tenant, [TG])
-    await store.ledger.claim(rec, 0, owner="dead", lease_ms=1, on_stale=policy)
-    await asyncio.sleep(0.01)  # past the 1 ms lease (a deadline, not a timing assertion)
-    claim = await store.ledger.claim(rec, 0, owner="next", lease_ms=LEASE_MS, on_stale=policy)
+    clock = FakeClock()
+    await store.ledger.claim(rec, 0, owner="dead", lease_ms=LEASE_MS, on_stale=policy, now=clock.ms)
+    clock.advance(LEASE_MS / 1000 + 1)  # the dead owner's lease has run out
+    claim = await store.ledger.claim(
+        rec, 0, owner="next", lease_ms=LEASE_MS, on_stale=policy, now=clock.ms
+    )
     assert claim.outcome == outcome
     delivery = (await store.load(rec.id)).delivery(0)  # type: ignore[union-attr]
     assert delivery.state == state

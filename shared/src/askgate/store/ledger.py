@@ -90,15 +90,24 @@ class Ledger:
         ]
 
     async def claim(
-        self, rec: Record, index: int, *, owner: str, lease_ms: int, on_stale: StalePolicy
+        self,
+        rec: Record,
+        index: int,
+        *,
+        owner: str,
+        lease_ms: int,
+        on_stale: StalePolicy,
+        now: int | None = None,
     ) -> Claim:
+        """Claim delivery `index` for `owner` for `lease_ms` from `now` (ms since the
+        epoch; the clock's when None): a lease that ran out is taken over per `on_stale`."""
         member = watch_member(rec.id, index, rec.targets[index].channel)
         assumed = _doc(DeliveryState.DELIVERED, ref={"unconfirmed": True})
         reply = await self._claim(
             keys=self._keys(rec),
             args=[
                 index,
-                now_ms(),
+                now_ms() if now is None else now,
                 lease_ms,
                 owner,
                 on_stale.value,
