@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import Any
 
 import httpx
@@ -287,6 +288,7 @@ async def cluster_api(
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://askgate") as client:
+            client.app = app  # type: ignore[attr-defined]
             yield client
 
 
@@ -296,6 +298,7 @@ async def test_api_asks_and_wakes_a_waiter_on_every_node(
     """Through the HTTP API each node's shards take an ask, and a waiter gets the answer."""
     h = cluster_tenant.headers
     assert (await cluster_api.get("/readyz")).status_code == 200
+    waiters = cluster_api.app.state.waiters  # type: ignore[attr-defined]
     for session in await sessions_on_every_node(cluster_redis, cluster_tenant.id):
         made = await cluster_api.post("/v1/questions", json=ask_body(session=session), headers=h)
         assert made.status_code == 201, made.text
@@ -303,7 +306,7 @@ async def test_api_asks_and_wakes_a_waiter_on_every_node(
         waiter = asyncio.create_task(
             cluster_api.get(f"/v1/questions/{qid}/wait?timeout_s=30", headers=h)
         )
-        await asyncio.sleep(0.05)  # the waiter is parked on the hub before the answer
+        await eventually(partial(waiters.waiting, qid), "the waiter parked before the answer")
         answer = await cluster_api.post(f"/v1/questions/{qid}/reply", json={"text": "2"}, headers=h)
         assert answer.status_code == 200, answer.text
         done = await asyncio.wait_for(waiter, 30)
@@ -364,11 +367,11 @@ async def test_readyz_only_while_every_master_is_reachable(
             down = await api.get("/readyz")
             assert down.status_code == 503 and down.headers["retry-after"]
             own_cluster.restart(2)
-            for _ in range(100):  # the client re-learns the topology on its next command
-                if (await api.get("/readyz")).status_code == 200:
-                    break
-                await asyncio.sleep(0.1)
-            assert (await api.get("/readyz")).status_code == 200
+
+            async def ready() -> bool:  # the client re-learns the topology on its next command
+                return (await api.get("/readyz")).status_code == 200
+
+            await eventually(ready, "/readyz 200 with every master back", 30)
 
 
 # redis-py's cluster client may leave a refused connection to the dead node for the
