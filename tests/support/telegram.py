@@ -34,6 +34,7 @@ def tg_settings(redis_url: str, api_base: str, **overrides: Any) -> TelegramSett
         "consumer_block_ms": 100,
         "consumer_claim_every_s": 0.2,
         "channel_refresh_s": 0.5,
+        "telegram_poll_backoff_s": 0.05,
         **overrides,
     }
     return TelegramSettings(**values)

@@ -61,6 +61,9 @@ async def test_polling_survives_error_pages_and_reports_while_failing(
             fake.base,
             telegram_mode="polling",
             telegram_polling_timeout_s=1,
+            # Three failures back off 0.2 + 0.4 + 0.8 s: failing for longer than the
+            # 0.5 s that makes the worker report it, and over soon after.
+            telegram_poll_backoff_s=0.2,
             telegram_poll_unhealthy_s=0.5,
         )
     )

@@ -24,5 +24,8 @@ class TelegramSettings(ChannelSettings):
     # A bot whose getUpdates keeps failing this long makes the worker unhealthy
     # (`--check` fails) until it recovers.
     telegram_poll_unhealthy_s: float = Field(60.0, gt=0)
+    # After a failed getUpdates (or a batch whose handling failed), wait this long before
+    # the next, doubling up to 30 s: an outage is not a busy loop.
+    telegram_poll_backoff_s: float = Field(1.0, gt=0, le=30)
     # One Bot API call; a claim's lease (ASKGATE_DELIVERY_LEASE_MS) must be longer.
     telegram_request_timeout_s: float = Field(30.0, gt=0)

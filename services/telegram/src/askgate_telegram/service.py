@@ -109,6 +109,7 @@ class TelegramService:
                             s.telegram_polling_timeout_s,
                             self.channel.stop,
                             self.polling,
+                            s.telegram_poll_backoff_s,
                         )
                     )
                     self._pollers[tenant] = (tb.bot.token, task)

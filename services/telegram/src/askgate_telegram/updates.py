@@ -26,9 +26,9 @@ from askgate_telegram.client import Bots, TenantBot, call
 log = structlog.get_logger("askgate.telegram")
 
 ALLOWED_UPDATES = ["message", "edited_message", "callback_query"]
-# After a failed getUpdates, wait before the next one, doubling up to the maximum: an
-# outage is not a busy loop, and a short blip costs seconds, not minutes.
-POLL_BACKOFF_S = 1.0
+# After a failed getUpdates, wait before the next one (ASKGATE_TELEGRAM_POLL_BACKOFF_S),
+# doubling up to the maximum: an outage is not a busy loop, and a short blip costs
+# seconds, not minutes.
 POLL_BACKOFF_MAX_S = 30.0
 # An update whose handling keeps failing is skipped after this many tries (logged).
 POLL_MAX_TRIES = 3
@@ -94,9 +94,15 @@ class PollHealth:
 
 
 async def poll(
-    dispatcher: Dispatcher, tb: TenantBot, timeout_s: int, stop: asyncio.Event, health: PollHealth
+    dispatcher: Dispatcher,
+    tb: TenantBot,
+    timeout_s: int,
+    stop: asyncio.Event,
+    health: PollHealth,
+    backoff_s: float = 1.0,
 ) -> None:
-    """One bot's getUpdates loop; the offset moves past an update once it is handled."""
+    """One bot's getUpdates loop; the offset moves past an update once it is handled.
+    A failure waits `backoff_s` before the next call, doubling while it lasts."""
     bot = tb.bot
     try:
         await call(lambda: bot.delete_webhook(drop_pending_updates=False))
@@ -104,7 +110,7 @@ async def poll(
         log.info("polling.delete_webhook_failed", tenant=tb.tenant, error=exc.message)
     offset: int | None = None
     tries = 0
-    backoff = POLL_BACKOFF_S
+    backoff = backoff_s
     log.info("polling.started", tenant=tb.tenant, bot=tb.bot_id)
     while not stop.is_set():
         try:
@@ -124,7 +130,7 @@ async def poll(
             backoff = min(backoff * 2, POLL_BACKOFF_MAX_S)
             continue
         health.ok(tb.tenant)
-        backoff = POLL_BACKOFF_S
+        backoff = backoff_s
         if not updates:
             continue
         failed = await handle_batch(dispatcher, bot, updates, tb.tenant)
@@ -136,7 +142,7 @@ async def poll(
         if tries < POLL_MAX_TRIES:
             # Fetch again from the first failure; what was handled since is deduped.
             offset = failed
-            await asyncio.sleep(POLL_BACKOFF_S)
+            await asyncio.sleep(backoff_s)
         else:
             log.error("update.skipped", tenant=tb.tenant, update_id=failed, tries=tries)
             tries = 0
