@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
-
+from tests.support.http import local_client
 from tests.support.processes import ApiProcess
 from tests.support.waiting import eventually
 
 
 async def pending_question(api: ApiProcess, headers: dict[str, str], session: str) -> Any:
     """The session's pending question, once an agent has asked it (polls the list)."""
-    async with httpx.AsyncClient(base_url=api.url, headers=headers, timeout=30) as http:
+    async with local_client(api.url, headers=headers, timeout=30) as http:
 
         async def first() -> Any:
             r = await http.get("/v1/questions", params={"session": session, "status": "pending"})
@@ -26,7 +25,7 @@ async def pending_question(api: ApiProcess, headers: dict[str, str], session: st
 
 async def answer_production(api: ApiProcess, headers: dict[str, str], question_id: str) -> None:
     """The human picks Production for the README example's deploy_target."""
-    async with httpx.AsyncClient(base_url=api.url, headers=headers, timeout=30) as http:
+    async with local_client(api.url, headers=headers, timeout=30) as http:
         r = await http.post(
             f"/v1/questions/{question_id}/answer",
             json={"answers": {"deploy_target": ["Production"]}},

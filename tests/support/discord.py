@@ -18,6 +18,7 @@ from redis.asyncio import Redis
 
 from tests.integration.discord.fake_discord import FakeDiscord, Msg
 from tests.support.asks import SECRET, Tenant, ask_body
+from tests.support.http import local_client
 from tests.support.waiting import eventually
 
 TOKEN = "bot-token-for-tests"
@@ -87,7 +88,7 @@ class Harness:
         self.redis = redis
         self.key = key
         # A harness limit, not a behaviour: a loaded machine can take seconds to answer.
-        self.http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{service.port}", timeout=30)
+        self.http = local_client(f"http://127.0.0.1:{service.port}", timeout=30)
         self._ids = itertools.count(1600000000000000001)
 
     async def ask(

@@ -19,6 +19,7 @@ from slack_sdk.signature import SignatureVerifier
 from tests.integration.slack.fake_slack import TOKEN, FakeSlack, Msg
 from tests.support.asks import SECRET, Tenant, ask_body
 from tests.support.clock import FakeClock
+from tests.support.http import local_client
 from tests.support.waiting import eventually
 
 SIGNING_SECRET = "signing-secret-0123456789abcdef"
@@ -71,7 +72,7 @@ class Harness:
         # Socket Mode runs no HTTP server.
         port = service.port if service.port is not None else 9
         # A harness limit, not a behaviour: a loaded machine can take seconds to answer.
-        self.http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30)
+        self.http = local_client(f"http://127.0.0.1:{port}", timeout=30)
 
     async def ask(
         self,

@@ -13,6 +13,7 @@ from redis.asyncio import Redis
 
 from tests.integration.telegram.fake_bot_api import FakeBotAPI, Msg
 from tests.support.asks import SECRET, Tenant, ask_body
+from tests.support.http import local_client
 from tests.support.waiting import eventually
 
 TOKEN = "123456:TEST-token-abcdefghijklmnopqrstuvwxyz"
@@ -55,7 +56,7 @@ class Harness:
         self.api = api
         self.redis = redis
         # A harness limit, not a behaviour: a loaded machine can take seconds to answer.
-        self.hook = httpx.AsyncClient(base_url=f"http://127.0.0.1:{service.port}", timeout=30)
+        self.hook = local_client(f"http://127.0.0.1:{service.port}", timeout=30)
 
     async def ask(
         self,
