@@ -36,8 +36,10 @@ INFO `used_memory` before and after N asks through `Store.create` (RESERVE + CRE
 then again after each of them is final: every question's Telegram target recorded as
 delivered the way a chat worker records it (`askgate.store.ledger.Ledger`: claim, then
 confirm with the message reference), then answered through `Store.answer()` with a
-Telegram responder. The difference / N includes every key, hash field, stream entry and
-keyspace entry the question leaves. The ask is the verbose 3-question ask (3 × 4 options
+Telegram responder, then its prompt marked as turned into its summary, as the worker
+marks it once it has edited the prompt after the end (`Ledger.mark_summary`). The
+difference / N includes every key, hash field, stream entry and keyspace entry the
+question leaves. The ask is the verbose 3-question ask (3 × 4 options
 with descriptions, about 1.8 KB of text) with one Telegram target (so `web` and `telegram`
 stream entries), run_id, agent_id and tool_call_id and its own session; the retained
 figure is repeated with its first question alone (1 question, 4 options). The breakdown
@@ -198,6 +200,9 @@ class Questions:
                 {q["id"]: ANSWERS.get(q["id"], [q["options"][0]["label"]]) for q in self.questions},
                 RESPONDER,
             )
+            ended = await self.store.load(rec.id)
+            assert ended is not None
+            await ledger.mark_summary(ended, 0)
 
         await self._each(one)
 
@@ -294,10 +299,6 @@ async def measure_options(redis: Redis, qs: Questions, retained: float) -> list[
 
         return change
 
-    async def drop_deliveries() -> None:
-        for start in range(0, len(ids), 500):
-            await redis.delete(*[keys.deliveries(q) for q in ids[start : start + 500]])
-
     async def drop_session_index() -> None:
         # Each ask here has its own session, so this drops whole session hashes: the
         # per-question share of a session hash shared by many questions is smaller.
@@ -318,11 +319,6 @@ async def measure_options(redis: Redis, qs: Questions, retained: float) -> list[
         await rewrite(redis, ids, fold)
 
     steps: list[tuple[str, Callable[[], Awaitable[None]]]] = [
-        (
-            "drop the delivery details (`dlv:{id}` hash) at the final transition; the "
-            "resource keeps each target's state from `ds:<i>`",
-            drop_deliveries,
-        ),
         (
             "drop the session index entry at the final transition (here each ask has its "
             "own session, so whole session hashes go)",
@@ -357,11 +353,16 @@ def options_block(three: dict[str, Any], one: dict[str, Any], doc_bytes: float) 
         f"Measured on this run's retained questions ({three['retained']:,.0f} B each for the "
         f"3-question ask, {one['retained']:,.0f} B for the 1-question ask, stream entries "
         "apart), each option on top of the ones above it; none of these is in askgate's "
-        "storage (the result is already kept once, in its public key, so the question "
-        "hash stays a listpack once final). The delivery details are what the resource "
-        "shows per target (reference, time, error) and what the chat workers turn into "
-        "their summaries; the ids and the session index are shown and listed by the API: "
-        "each option would change what a user can read for the retention period.",
+        "storage. What askgate already does: the result is kept once, in its public key, "
+        "so the question hash stays a listpack once final; delivery bookkeeping (claim "
+        "counts, leases, reminder claims, an unshown target's details) goes at the final "
+        "transition, and a shown prompt's details (its message reference) once the worker "
+        "has edited the prompt into its summary, so a retained question usually has no "
+        "`dlv:{id}` hash; each target's state and summary mark stay in the question hash, "
+        "a failed target's error beside it. The ids and the session index are shown and "
+        "listed by the API (the session index is also the Control UI's timeline and what "
+        "a late plain-text answer is matched to): each remaining option would change what "
+        "a user can read for the retention period.",
         "",
         "| option | saves (3 q / 1 q) | retained after, 3-question ask | "
         "retained after, 1-question ask |",

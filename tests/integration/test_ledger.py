@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 import pytest
 from askgate.domain.models import QuestionCreate
+from askgate.domain.status import Reason
 from askgate.domain.timeutil import now_ms
 from askgate.settings import Settings
 from askgate.store import keys
@@ -198,6 +199,56 @@ async def test_delivery_details_stay_beside_a_compact_hash(
     assert keep_ms - 60_000 < await redis.pttl(keys.deliveries(rec.id)) <= keep_ms
 
 
+async def test_an_ended_questions_shown_prompt_keeps_its_ref_until_its_summary(
+    redis: Redis, settings: Settings, tenant: Tenant
+) -> None:
+    """At the end the claim count goes but the shown prompt's ref stays for the worker
+    that edits it into its summary; once marked, the deliveries hash is gone and the
+    question reads the same apart from the delivery details."""
+    store = Store(redis, settings)
+    rec = await ask(store, tenant, [TG, {"channel": "web"}])
+    await store.ledger.claim(rec, 0, owner="w", lease_ms=LEASE_MS, on_stale=StalePolicy.RESEND)
+    ref = {"chat_id": "1", "message_id": 4242}
+    await store.ledger.confirm(rec, 0, owner="w", ref=ref)
+    await store.answer(tenant.id, rec.id, {"deploy_target": ["Production"]})
+    ended = await store.load(rec.id)
+    assert ended is not None and ended.delivery(0).ref == ref
+    assert set(await redis.hkeys(keys.deliveries(rec.id))) == {b"d:0"}  # no claim count
+    assert await store.ledger.mark_summary(ended, 0) is True
+    assert await redis.exists(keys.deliveries(rec.id)) == 0
+    assert await redis.object("encoding", keys.question(rec.id)) in (b"listpack", b"ziplist")
+    final = await store.load(rec.id)
+    assert final is not None
+    assert (final.delivery(0).state, final.delivery(0).summary) == ("delivered", "done")
+    assert [d.status for d in final.deliveries()] == ["delivered", "delivered"]
+    assert final.result == {
+        "status": "answered",
+        "answers": {"answers": {"deploy_target": ["Production"]}},
+    }
+    assert await store.ledger.mark_summary(final, 0) is False  # a replayed resolved event
+
+
+async def test_a_failed_target_keeps_its_error_after_the_end(
+    redis: Redis, settings: Settings, tenant: Tenant
+) -> None:
+    """Why a target was never shown stays readable; a target never shown keeps nothing."""
+    store = Store(redis, settings)
+    rec = await ask(store, tenant, [TG, TG, {"channel": "web"}])
+    await store.ledger.claim(rec, 0, owner="w", lease_ms=LEASE_MS, on_stale=StalePolicy.RESEND)
+    await store.ledger.fail(rec, 0, error="Forbidden: bot was blocked by the user", owner="w")
+    await store.ledger.claim(rec, 1, owner="w", lease_ms=LEASE_MS, on_stale=StalePolicy.RESEND)
+    await store.ledger.release(rec, 1, owner="w", error="HTTP 502", max_claims=3)
+    await store.end(tenant.id, rec.id, Reason.CANCELLED)
+    assert set(await redis.hkeys(keys.deliveries(rec.id))) == {b"d:0"}
+    ended = await store.load(rec.id)
+    assert ended is not None
+    assert (ended.delivery(0).state, ended.delivery(0).error) == (
+        "failed",
+        "Forbidden: bot was blocked by the user",
+    )
+    assert (ended.delivery(1).state, ended.delivery(1).error) == ("pending", None)
+
+
 # -- the watchdog: chat targets on channels with no live worker ---------------------------
 
 
@@ -282,3 +333,23 @@ async def test_shown_target_leaves_the_watch(
     await store.ledger.claim(rec, 0, owner="w", lease_ms=LEASE_MS, on_stale=StalePolicy.RESEND)
     await store.ledger.confirm(rec, 0, owner="w", ref={})
     assert await redis.zcard(keys.undelivered(keys.shard_of(rec.id))) == 0
+
+
+async def test_reminders_sent_stay_counted_after_the_end(
+    redis: Redis, settings: Settings, tenant: Tenant
+) -> None:
+    """The resource still says how many reminders a target got once their claims are gone."""
+    store = Store(redis, settings)
+    rec = await ask(store, tenant, [TG])
+    await store.ledger.claim(rec, 0, owner="w", lease_ms=LEASE_MS, on_stale=StalePolicy.RESEND)
+    await store.ledger.confirm(rec, 0, owner="w", ref={"message_id": 1})
+    for n in (1, 2):
+        assert await store.ledger.claim_reminder(rec, 0, n)
+        await store.ledger.reminder_done(rec, 0, n, "sent")
+    await store.end(tenant.id, rec.id, Reason.SKIPPED)
+    ended = await store.load(rec.id)
+    assert ended is not None and ended.delivery_dicts()[0]["reminders"] == 2
+    await store.ledger.mark_summary(ended, 0)
+    final = await store.load(rec.id)
+    assert final is not None and final.delivery_dicts()[0]["reminders"] == 2
+    assert await redis.exists(keys.deliveries(rec.id)) == 0

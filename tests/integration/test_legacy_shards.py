@@ -3,8 +3,10 @@ keep working after the upgrade: read, answered, swept, and their events consumed
 
 from __future__ import annotations
 
+import orjson
 import pytest
 from askgate.domain.models import QuestionCreate
+from askgate.domain.timeutil import now_ms
 from askgate.runtime.consumer import Event, StreamConsumer
 from askgate.settings import Settings
 from askgate.store import keys
@@ -56,3 +58,41 @@ async def test_an_old_question_is_answered_swept_and_consumed(
         ("question.resolved", answered),
         ("question.resolved", expiring),
     }
+
+
+async def test_a_question_that_ended_under_the_previous_layout_reads_the_same(
+    redis: Redis, settings: Settings, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Written as askgate wrote an ended question before delivery bookkeeping was dropped
+    at the end (claim count, reminder claims and the summary mark in its deliveries
+    hash): it shows its deliveries and reminders, and its prompt is not summarised twice."""
+    store = Store(redis, settings)
+    qid = await old_ask(
+        store,
+        tenant.id,
+        "old-layout",
+        monkeypatch,
+        targets=[{"channel": "telegram", "chat_id": "7"}],
+    )
+    dlv = f"askgate:{{ag:07}}:dlv:{qid}"
+    ref = {"chat_id": "7", "message_id": 99}
+    doc = {"status": "delivered", "error": None, "ref": ref, "at": "2026-11-30T10:00:00Z"}
+    await redis.hset(keys.question(qid), "ds:0", "delivered")
+    await redis.hset(
+        dlv, mapping={"d:0": orjson.dumps(doc), "n:0": 1, "r:0:1": "sent", "s:0": "done"}
+    )
+    await redis.hset(
+        keys.question(qid),
+        mapping={"status": "no_answer", "reason": "timeout", "resolved": str(now_ms())},
+    )
+    rec = await store.get(tenant.id, qid)
+    assert (rec.status, rec.reason, rec.result) == ("no_answer", "timeout", {"status": "no_answer"})
+    delivery = rec.delivery(0)
+    assert (delivery.state, delivery.ref, delivery.summary, delivery.attempts) == (
+        "delivered",
+        ref,
+        "done",
+        1,
+    )
+    assert rec.delivery_dicts()[0]["reminders"] == 1
+    assert await store.ledger.mark_summary(rec, 0) is False

@@ -100,8 +100,11 @@ def doc(question_id: str) -> str:
 
 
 def deliveries(question_id: str) -> str:
-    """HASH `d:<target index>` = that target's delivery JSON (status, error, ref, at).
-    Apart from the question hash, whose values stay short enough for a listpack."""
+    """HASH `d:<target index>` = that target's delivery JSON (status, error, ref, at), and
+    the ledger's bookkeeping (claims, leases, reminder claims), apart from the question
+    hash, whose values stay short enough for a listpack. Most of it goes when the question
+    ends, the rest once its prompts show their summaries (scripts.py `end_deliveries`,
+    `MARK_SUMMARY`): a retained question usually has none. Late answers are kept here."""
     return f"{tag(shard_of(question_id))}:dlv:{question_id}"
 
 

@@ -189,8 +189,11 @@ class Record:
         return int(raw) if raw else None
 
     def reminders_sent(self, index: int) -> int:
+        """Reminders sent to target `index`: claimed one by one while pending, counted
+        (`rc:<i>`) when the question ended."""
         prefix = f"r:{index}:"
-        return sum(1 for k, v in self.f.items() if k.startswith(prefix) and v == "sent")
+        claims = sum(1 for k, v in self.f.items() if k.startswith(prefix) and v == "sent")
+        return claims + int(self.f.get(f"rc:{index}") or 0)
 
     @property
     def responder_doc(self) -> dict[str, Any] | None:

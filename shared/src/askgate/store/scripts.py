@@ -66,6 +66,35 @@ local function all_failed(qkey, n)
   return true
 end
 
+-- Delivery bookkeeping ends with the question, so a retained question keeps no more of
+-- it than its record needs: claim counts (`n:<i>`), reminder claims (`r:<i>:<n>`, their
+-- sent count kept as `rc:<i>` in the hash, for the resource) and the details of a target
+-- that was never shown go. What stays: each target's state (`ds:<i>` in the hash), a
+-- failed target's details (its error), a sending target's details and lease (its sender
+-- may still confirm; the finaliser waits the lease out) and a shown prompt's details: its
+-- ref, by which the worker edits it into its summary (MARK_SUMMARY then drops them too).
+local function end_deliveries(qkey, dkey)
+  local d = redis.call('HGETALL', dkey)
+  if #d == 0 then return end
+  local drop, sent, states = {}, {}, {}
+  for j = 1, #d, 2 do
+    local name = d[j]
+    local kind, i = string.match(name, '^(%a):(%d+)')
+    if kind == 'n' then
+      drop[#drop + 1] = name
+    elseif kind == 'r' then
+      drop[#drop + 1] = name
+      if d[j + 1] == 'sent' then sent[i] = (sent[i] or 0) + 1 end
+    elseif kind == 'd' or kind == 'l' then
+      if states[i] == nil then states[i] = redis.call('HGET', qkey, 'ds:' .. i) or 'pending' end
+      local st = states[i]
+      if st == 'pending' or (kind == 'l' and st ~= 'sending') then drop[#drop + 1] = name end
+    end
+  end
+  for i, n in pairs(sent) do redis.call('HSET', qkey, 'rc:' .. i, n) end
+  if #drop > 0 then redis.call('HDEL', dkey, unpack(drop)) end
+end
+
 -- G: the question's keys (group). in_due: also leave the due set `due` and the run set (a
 -- sweep removes its whole batch from the due set at once instead). mkey: the shard's
 -- metrics hash, where the end is counted. batch: the caller counts the end and SPUBLISHes
@@ -91,6 +120,7 @@ local function resolve(G, due, id, status, reason, result, responder, now, keep_
   else
     redis.call('HSET', qkey, 'status', status, 'reason', reason, 'resolved', now)
   end
+  end_deliveries(qkey, G.dlv)
   local rk = G.result
   redis.call('SET', rk, result, 'PX', keep_ms)
   local sk = G.session
@@ -251,8 +281,9 @@ return out
 
 # The delivery ledger (askgate.store.ledger). Per target i: its state `ds:<i>` in the question
 # hash (short, so the hash stays a listpack); in the deliveries hash its JSON `d:<i>`
-# (what the resource shows), claim count `n:<i>`, lease `l:<i>` = `<until ms>:<owner>`
-# and summary mark `s:<i>`. Every change follows DELIVERY_ALLOWED.
+# (what the resource shows), claim count `n:<i>` and lease `l:<i>` = `<until ms>:<owner>`;
+# once it ended, the summary mark `s:<i>` in the question hash (resolve's end_deliveries
+# says what stays of the rest). Every change follows DELIVERY_ALLOWED.
 _LEDGER = """
 local function lease_of(dkey, i)
   local raw = redis.call('HGET', dkey, 'l:' .. i)
@@ -376,9 +407,16 @@ return {'ok', state, ended}
 MARK_SUMMARY = """
 -- KEYS[1] question hash   KEYS[2] its deliveries hash
 -- ARGV[1] target index  ARGV[2] outcome ('done' | 'failed')
--- Marks target i's prompt as turned into its summary, once. Returns 1 if this call did.
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-return redis.call('HSETNX', KEYS[2], 's:' .. ARGV[1], ARGV[2])
+-- Marks target i's prompt as turned into its summary, once (`s:<i>` in the hash: short,
+-- so it stays a listpack; a question marked before it moved there has it in the
+-- deliveries hash). Once the question has ended the target's details go: their ref was
+-- kept for this edit. Returns 1 if this call marked it.
+local f = redis.call('HMGET', KEYS[1], 'status', 's:' .. ARGV[1])
+if not f[1] then return 0 end
+if f[1] ~= 'pending' then redis.call('HDEL', KEYS[2], 'd:' .. ARGV[1], 'l:' .. ARGV[1]) end
+if f[2] or redis.call('HEXISTS', KEYS[2], 's:' .. ARGV[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 's:' .. ARGV[1], ARGV[2])
+return 1
 """
 
 WATCHDOG = (
