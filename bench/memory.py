@@ -36,26 +36,28 @@ INFO `used_memory` before and after N asks through `Store.create` (RESERVE + CRE
 then again after each of them is final: every question's Telegram target recorded as
 delivered the way a chat worker records it (`askgate.store.ledger.Ledger`: claim, then
 confirm with the message reference), then answered through `Store.answer()` with a
-Telegram responder, then its prompt marked as turned into its summary, as the worker
-marks it once it has edited the prompt after the end (`Ledger.mark_summary`). The
-difference / N includes every key, hash field, stream entry and keyspace entry the
-question leaves. The ask is the verbose 3-question ask (3 × 4 options
-with descriptions, about 1.8 KB of text) with one Telegram target (so `web` and `telegram`
-stream entries), run_id, agent_id and tool_call_id and its own session; the retained
-figure is repeated with its first question alone (1 question, 4 options). The breakdown
-is MEMORY USAGE (SAMPLES 0) of every key, grouped by key type (ids, sessions and runs
-replaced by placeholders) and divided by N; "keyspace" is what used_memory adds beyond
-the keys' own MEMORY USAGE (the key dictionary and expiry entries, allocator rounding).
-The headline retained figure leaves out stream entries: streams are trimmed by length
-(`ASKGATE_STREAM_MAXLEN` per shard and channel), not kept for `ASKGATE_RESULT_TTL_S`,
-so at a steady rate they are a fixed cost, not a per-question one. The Telegram
-worker's own keys (a prompt's message mapping, a tap's update marker) are not in this
-figure: the channel figure measures them after a real round trip. The options are
-measured on the same N retained questions, each applied on top of the previous one,
-as the fall in used_memory / N.
+Telegram responder and the target it answered through (as the Telegram worker answers),
+then its prompt marked as turned into its summary, as the worker marks it once it has
+edited the prompt after the end (`Ledger.mark_summary`). The difference / N includes
+every key, hash field, stream entry and keyspace entry the question leaves. The ask is
+the verbose 3-question ask (3 × 4 options with descriptions, about 1.8 KB of text) with
+one Telegram target (so `web` and `telegram` stream entries), run_id, agent_id and
+tool_call_id and its own session; the retained figure is repeated with its first
+question alone (1 question, 4 options). The breakdown is MEMORY USAGE (SAMPLES 0) of
+every key, grouped by key type (ids, sessions and runs replaced by placeholders) and
+divided by N; "keyspace" is what used_memory adds beyond the keys' own MEMORY USAGE (the
+key dictionary and expiry entries, allocator rounding). The headline retained figure
+leaves out stream entries: streams are trimmed by length (`ASKGATE_STREAM_MAXLEN` per
+shard and channel), not kept for `ASKGATE_RESULT_TTL_S`, so at a steady rate they are a
+fixed cost, not a per-question one. The Telegram worker's own keys (a prompt's message
+mapping, a tap's update marker) are not in this figure: the channel figure measures them
+after a real round trip. The options are measured on the same N retained questions, each
+applied on top of the previous one, as the fall in used_memory / N.
 """
 
-RESPONDER = Responder(channel="telegram", user_id="4242", name="Ada Lovelace")
+# As the Telegram worker answers: a 10-digit user id, and the index of the target the
+# answer came through (kept with the responder, for the audit).
+RESPONDER = Responder(channel="telegram", user_id="7000004242", name="Ada Lovelace")
 # The names the benchmarks give: question ids, shard tags, tenant ids, sessions
 # (`<prefix>-session-<n>` here, `<prefix>-<n>` in the channel figure), runs, numbers.
 _PLACEHOLDERS = [
@@ -199,6 +201,7 @@ class Questions:
                 rec.id,
                 {q["id"]: ANSWERS.get(q["id"], [q["options"][0]["label"]]) for q in self.questions},
                 RESPONDER,
+                target=0,
             )
             ended = await self.store.load(rec.id)
             assert ended is not None

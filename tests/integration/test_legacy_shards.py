@@ -65,7 +65,8 @@ async def test_a_question_that_ended_under_the_previous_layout_reads_the_same(
 ) -> None:
     """Written as askgate wrote an ended question before delivery bookkeeping was dropped
     at the end (claim count, reminder claims and the summary mark in its deliveries
-    hash): it shows its deliveries and reminders, and its prompt is not summarised twice."""
+    hash) and before the responder was split into short fields (one JSON): it shows its
+    responder, deliveries and reminders, and its prompt is not summarised twice."""
     store = Store(redis, settings)
     qid = await old_ask(
         store,
@@ -83,10 +84,18 @@ async def test_a_question_that_ended_under_the_previous_layout_reads_the_same(
     )
     await redis.hset(
         keys.question(qid),
-        mapping={"status": "no_answer", "reason": "timeout", "resolved": str(now_ms())},
+        mapping={
+            "status": "no_answer",
+            "reason": "skipped",
+            "resolved": str(now_ms()),
+            "responder": '{"channel":"telegram","user_id":"7","name":"Ada","target":0}',
+        },
     )
     rec = await store.get(tenant.id, qid)
-    assert (rec.status, rec.reason, rec.result) == ("no_answer", "timeout", {"status": "no_answer"})
+    assert (rec.status, rec.reason, rec.result) == ("no_answer", "skipped", {"status": "no_answer"})
+    assert rec.public_dict()["responder"] == {"channel": "telegram", "user_id": "7", "name": "Ada"}
+    audit = rec.audit_dict()
+    assert audit is not None and audit["target"] == 0
     delivery = rec.delivery(0)
     assert (delivery.state, delivery.ref, delivery.summary, delivery.attempts) == (
         "delivered",

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from askgate.domain.errors import AlreadyFinal
-from askgate.domain.models import QuestionCreate
+from askgate.domain.models import QuestionCreate, Responder
 from askgate.domain.timeutil import now_ms
 from askgate.settings import Settings
 from askgate.store import keys
@@ -254,6 +254,25 @@ async def test_an_answered_question_keeps_its_result_once_in_the_result_key(
     assert rec.public_dict()["result"] == rec.result
     (listed,) = await store.list_session(tenant.id, "once-0")
     assert listed.result == rec.result
+
+
+async def test_an_answer_through_a_chat_target_keeps_the_hash_compact(
+    redis: Redis, settings: Settings, tenant: Tenant
+) -> None:
+    """Who answered and through which target is kept in short fields (a chat user's
+    JSON passes the 64 bytes a listpack value may have) and reads back whole."""
+    store = Store(redis, settings)
+    (qid,) = await create_many(
+        store, tenant.id, 1, "who", targets=[{"channel": "telegram", "chat_id": "-1001234567890"}]
+    )
+    who = Responder(channel="telegram", user_id="7000004242", name="Ada King, Countess Lovelace")
+    await store.answer(tenant.id, qid, {"deploy_target": ["Production"]}, who, target=0)
+    assert await redis.object("encoding", keys.question(qid)) in (b"listpack", b"ziplist")
+    rec = await store.get(tenant.id, qid)
+    assert rec.responder == who
+    assert rec.responder_doc == {**who.model_dump(), "target": 0}
+    audit = rec.public_dict()["audit"]
+    assert (audit["channel"], audit["target"], audit["user_id"]) == ("telegram", 0, "7000004242")
 
 
 async def test_a_question_answered_before_still_shows_the_result_its_hash_kept(

@@ -197,16 +197,27 @@ class Record:
 
     @property
     def responder_doc(self) -> dict[str, Any] | None:
-        """Who answered, as stored (with the target it came through)."""
-        raw = self.f.get("responder")
-        return dict(orjson.loads(raw)) if raw else None
+        """Who answered, as stored (with the target it came through): the short `by*`
+        fields (scripts.py `responder_fields`), or the JSON a question that ended before
+        kept as `responder`."""
+        f = self.f
+        if f.get("responder"):
+            return dict(orjson.loads(f["responder"]))
+        if "by" not in f:
+            return None
+        doc: dict[str, Any] = {"channel": f["by"] or None}
+        for name, field in (("user_id", "by_id"), ("name", "by_name")):
+            if field in f:
+                doc[name] = f[field]
+        if f.get("by_target"):
+            doc["target"] = int(f["by_target"])
+        return {k: v for k, v in doc.items() if v is not None}
 
     @property
     def responder(self) -> Responder | None:
-        raw = self.f.get("responder")
-        if not raw:
+        doc = self.responder_doc
+        if doc is None:
             return None
-        doc = orjson.loads(raw)
         doc.pop("target", None)  # stored beside the responder for the audit
         return Responder.model_validate(doc)
 
@@ -216,7 +227,7 @@ class Record:
         f = self.f
         if not f.get("resolved"):
             return None
-        r = orjson.loads(f["responder"]) if f.get("responder") else {}
+        r = self.responder_doc or {}
         return {
             "channel": r.get("channel"),
             "target": r.get("target"),
@@ -310,8 +321,7 @@ class Record:
         raw = orjson.Fragment if fragments else orjson.loads
         late = self.late_answers()
         responder = None
-        if f.get("responder"):
-            r = orjson.loads(f["responder"])
+        if (r := self.responder_doc) is not None:
             responder = {
                 "channel": r.get("channel"),
                 "user_id": r.get("user_id"),

@@ -66,6 +66,22 @@ local function all_failed(qkey, n)
   return true
 end
 
+-- Who ended the question, as short fields so the hash stays a listpack (the responder's
+-- JSON with its target index passes 64 bytes for a chat user): `by` its channel ('' when
+-- it names none), `by_id`, `by_name`, `by_target` (the index of the target it came
+-- through). Returns field/value pairs for HSET; none when there is no responder.
+local function responder_fields(responder)
+  if responder == '' then return {} end
+  local r = cjson.decode(responder)
+  local out = {'by', type(r.channel) == 'string' and r.channel or ''}
+  if type(r.user_id) == 'string' then out[#out + 1] = 'by_id'; out[#out + 1] = r.user_id end
+  if type(r.name) == 'string' then out[#out + 1] = 'by_name'; out[#out + 1] = r.name end
+  if type(r.target) == 'number' then
+    out[#out + 1] = 'by_target'; out[#out + 1] = string.format('%d', r.target)
+  end
+  return out
+end
+
 -- Delivery bookkeeping ends with the question, so a retained question keeps no more of
 -- it than its record needs: claim counts (`n:<i>`), reminder claims (`r:<i>:<n>`, their
 -- sent count kept as `rc:<i>` in the hash, for the resource) and the details of a target
@@ -113,12 +129,10 @@ local function resolve(G, due, id, status, reason, result, responder, now, keep_
   -- keep it a listpack); a no_answer result is always {"status":"no_answer"}, and the
   -- hash keeps its reason.
   if status == 'answered' then
-    redis.call('HSET', qkey, 'status', status, 'responder', responder, 'resolved', now)
-  elseif responder ~= '' then
-    redis.call('HSET', qkey, 'status', status, 'reason', reason, 'responder', responder,
-               'resolved', now)
+    redis.call('HSET', qkey, 'status', status, 'resolved', now, unpack(responder_fields(responder)))
   else
-    redis.call('HSET', qkey, 'status', status, 'reason', reason, 'resolved', now)
+    redis.call('HSET', qkey, 'status', status, 'reason', reason, 'resolved', now,
+               unpack(responder_fields(responder)))
   end
   end_deliveries(qkey, G.dlv)
   local rk = G.result
