@@ -105,3 +105,17 @@ async def test_a_question_that_ended_under_the_previous_layout_reads_the_same(
     )
     assert rec.delivery_dicts()[0]["reminders"] == 1
     assert await store.ledger.mark_summary(rec, 0) is False
+
+
+async def test_a_run_asked_when_runs_had_their_own_set_is_aborted_and_its_set_emptied(
+    redis: Redis, settings: Settings, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A question asked when each run kept a zset of its pending ids is aborted with its
+    run, and leaves that set as it ends."""
+    store = Store(redis, settings)
+    qid = await old_ask(store, tenant.id, "old-run-s", monkeypatch, run_id="old-run")
+    run_set = keys.run(7, tenant.id, "old-run")
+    await redis.zadd(run_set, {qid: now_ms() + 900_000})  # as CREATE wrote it then
+    assert await store.abort_run(tenant.id, "old-run") == [qid]
+    assert (await store.get(tenant.id, qid)).reason == "run_aborted"
+    assert await redis.exists(run_set) == 0

@@ -177,7 +177,8 @@ async def test_keyspace_after_full_lifecycle(
 
 
 async def test_keyspace_while_pending(redis: Redis, settings: Settings, tenant: Tenant) -> None:
-    """A pending ask holds its hash, the session pointer, deadline, run and quota entries."""
+    """A pending ask holds its hash, the session pointer, deadline and quota entries (no
+    per-run index: a run's questions are found by their `run` field)."""
     store = Store(redis, settings)
     before = {k.decode() for k in await redis.keys("*")}
     (qid,) = await create_many(store, tenant.id, 1, "kp", run_id="r")
@@ -188,7 +189,6 @@ async def test_keyspace_while_pending(redis: Redis, settings: Settings, tenant: 
         keys.doc(qid),
         keys.session(shard, tenant.id, "kp-0"),
         keys.due(shard),
-        keys.run(shard, tenant.id, "r"),
         keys.events(shard, "web"),
         keys.tenant_pending(tenant.id),
         keys.tenant_rate(tenant.id),

@@ -138,7 +138,10 @@ def session(shard: int, tenant: str, session: str) -> str:
 
 
 def run(shard: int, tenant: str, run_id: str) -> str:
-    """ZSET of the run's pending question ids in this shard, scored by expiry (ms)."""
+    """ZSET of the run's pending question ids in this shard, scored by expiry (ms), as
+    askgate kept it before a run's questions were found by their `run` field: no ask
+    writes one now; the scripts that end a question still take it out of its run's set
+    (declared in `question_keys`), until the sets written before have expired."""
     return f"{tag(shard)}:run:{tenant}:{run_id}"
 
 

@@ -168,15 +168,16 @@ end
 CREATE = (
     _RESOLVE
     + """
--- KEYS[1] question hash   KEYS[2] session hash   KEYS[3] due zset   KEYS[4] run zset
--- KEYS[5] the question's doc (static part)   KEYS[6] the shard's undelivered zset
--- KEYS[7] the shard's timers zset   KEYS[8..] one event stream per channel shown at once
+-- KEYS[1] question hash   KEYS[2] session hash   KEYS[3] due zset
+-- KEYS[4] the question's doc (static part)   KEYS[5] the shard's undelivered zset
+-- KEYS[6] the shard's timers zset   KEYS[7..] one event stream per channel shown at once
 -- ARGV[1] id  ARGV[2] expires_ms  ARGV[3] now_ms  ARGV[4] keep_ms (TTL of hash and doc)
--- ARGV[5] stream maxlen  ARGV[6] has_run ('1'|'0')  ARGV[7] doc bytes
--- ARGV[8] tenant  ARGV[9] session  ARGV[10] n: how many undelivered entries follow
--- ARGV[11 .. 10+2n] undelivered score/member pairs (a chat target's show-by deadline)
--- ARGV[11+2n] m: how many timers follow, then m due/member pairs (reminders, steps)
--- then the hash's field/value pairs
+-- ARGV[5] stream maxlen  ARGV[6] doc bytes
+-- ARGV[7] tenant  ARGV[8] session  ARGV[9] n: how many undelivered entries follow
+-- ARGV[10 .. 9+2n] undelivered score/member pairs (a chat target's show-by deadline)
+-- ARGV[10+2n] m: how many timers follow, then m due/member pairs (reminders, steps)
+-- then the hash's field/value pairs (a run's questions are found by their `run` field:
+-- Store.abort_run)
 -- Returns {'created'} | {'replay'} | {'busy', pending_id}
 if redis.call('EXISTS', KEYS[1]) == 1 then return {'replay'} end
 local now, expires, keep = tonumber(ARGV[3]), tonumber(ARGV[2]), tonumber(ARGV[4])
@@ -195,25 +196,20 @@ for i = 1, #fields, 2 do
   end
 end
 if #stale > 0 then redis.call('HDEL', KEYS[2], unpack(stale)) end
-local nwatch = tonumber(ARGV[10])
-local tpos = 11 + 2 * nwatch
+local nwatch = tonumber(ARGV[9])
+local tpos = 10 + 2 * nwatch
 local ntimers = tonumber(ARGV[tpos])
 redis.call('HSET', KEYS[1], unpack(ARGV, tpos + 1 + 2 * ntimers))
 redis.call('PEXPIRE', KEYS[1], keep)
-redis.call('SET', KEYS[5], ARGV[7], 'PX', keep)
+redis.call('SET', KEYS[4], ARGV[6], 'PX', keep)
 redis.call('HSET', KEYS[2], 'p:' .. ARGV[1], ARGV[2], ARGV[1], ARGV[3])
 extend(KEYS[2], keep)
 redis.call('ZADD', KEYS[3], expires, ARGV[1])
-if ARGV[6] == '1' then
-  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
-  redis.call('ZADD', KEYS[4], expires, ARGV[1])
-  extend(KEYS[4], keep)
-end
-if nwatch > 0 then redis.call('ZADD', KEYS[6], unpack(ARGV, 11, 10 + 2 * nwatch)) end
-if ntimers > 0 then redis.call('ZADD', KEYS[7], unpack(ARGV, tpos + 1, tpos + 2 * ntimers)) end
-for i = 8, #KEYS do
+if nwatch > 0 then redis.call('ZADD', KEYS[5], unpack(ARGV, 10, 9 + 2 * nwatch)) end
+if ntimers > 0 then redis.call('ZADD', KEYS[6], unpack(ARGV, tpos + 1, tpos + 2 * ntimers)) end
+for i = 7, #KEYS do
   redis.call('XADD', KEYS[i], 'MAXLEN', '~', ARGV[5], '*', 'type', 'question.created',
-             'id', ARGV[1], 'tenant', ARGV[8], 'session', ARGV[9])
+             'id', ARGV[1], 'tenant', ARGV[7], 'session', ARGV[8])
 end
 return {'created'}
 """
@@ -271,21 +267,22 @@ return {#ended, #taken}
 ABORT_RUN = (
     _RESOLVE
     + """
--- KEYS[1] a run's pending zset in one shard   KEYS[2] the shard's metrics hash
--- KEYS[3] the shard's due zset   KEYS[4..] the keys of each question in ARGV, one after another
+-- KEYS[1] the shard's metrics hash   KEYS[2] the shard's due zset
+-- KEYS[3..] the keys of each question in ARGV, one after another
 -- ARGV[1] now_ms  ARGV[2] keep_ms  ARGV[3] stream maxlen  ARGV[4] the no_answer result
--- ARGV[5..] per question the caller read from the run's zset: its id, its streams' count
--- Ends those still in the run's zset as no_answer/run_aborted and takes them out of it.
--- Returns the ids it ended.
+-- ARGV[5] the run id
+-- ARGV[6..] per question the caller found in the run: its id, its streams' count
+-- Ends those of the run still pending as no_answer/run_aborted (resolve() ends a question
+-- once). Returns the ids it ended.
 local out = {}
-local k = 4
-for a = 5, #ARGV, 2 do
+local k = 3
+for a = 6, #ARGV, 2 do
   local id, n = ARGV[a], tonumber(ARGV[a + 1])
-  if redis.call('ZSCORE', KEYS[1], id) then
-    local r = resolve(group(k, n), KEYS[3], id, 'no_answer', 'run_aborted', ARGV[4], '',
-                      ARGV[1], ARGV[2], ARGV[3], true, KEYS[2])
+  local G = group(k, n)
+  if redis.call('HGET', G.q, 'run') == ARGV[5] then
+    local r = resolve(G, KEYS[2], id, 'no_answer', 'run_aborted', ARGV[4], '', ARGV[1],
+                      ARGV[2], ARGV[3], true, KEYS[1])
     if r[1] == 'ok' then out[#out + 1] = id end
-    redis.call('ZREM', KEYS[1], id)
   end
   k = k + 7 + n
 end

@@ -162,7 +162,6 @@ class Store(Queries):
         flat: list[str | int] = []
         for k, v in fields.items():
             flat += [k, v]
-        run_key = keys.run(shard, tenant, body.run_id) if body.run_id else keys.due(shard)
         remind_doc = remind.model_dump(exclude_none=True) if remind is not None else None
         steps_doc = [{"after_s": st.after_s, "targets": len(st.targets)} for st in body.escalate]
         doc = encode_doc(questions, targets, callback, remind_doc, steps_doc)
@@ -175,7 +174,6 @@ class Store(Queries):
                     keys.question(qid),
                     keys.session(shard, tenant, body.session),
                     keys.due(shard),
-                    run_key,
                     keys.doc(qid),
                     keys.undelivered(shard),
                     keys.timers(shard),
@@ -187,7 +185,6 @@ class Store(Queries):
                     now,
                     expires - now + self.keep_ms,
                     self.maxlen,
-                    "1" if body.run_id else "0",
                     doc,
                     tenant,
                     body.session,
@@ -430,35 +427,35 @@ class Store(Queries):
         return await self._finish(rec, Status.NO_ANSWER, reason, NO_ANSWER, responder, target)
 
     async def abort_run(self, tenant: str, run_id: str) -> list[str]:
-        """End the run's pending questions in every shard as no_answer/run_aborted: one
-        read of every shard's run set, then one script per shard that has any (a script
-        runs in one slot, so they are not pipelined)."""
+        """End the run's pending questions in every shard as no_answer/run_aborted. They
+        are found by the tenant's pending set (its quota: every question not known to be
+        final) and each one's `run` field, read in one pipeline, so no per-run index is
+        kept for each ask; then one script per shard that has any (a script runs in one
+        slot, so they are not pipelined). The cost is one small read per pending question
+        of the tenant, once per abort."""
         now = now_ms()
+        pending = _ids(await self.redis.zrange(keys.tenant_pending(tenant), 0, -1))
         async with self.redis.pipeline(transaction=False) as pipe:
-            for shard in range(keys.SHARDS):
-                pipe.zrange(keys.run(shard, tenant, run_id), 0, -1)
-            found = await pipe.execute()
-        shards = [(shard, _ids(raw)) for shard, raw in enumerate(found) if raw]
+            for qid in pending:
+                pipe.hget(keys.question(qid), "run")
+            runs = await pipe.execute() if pending else []
+        by_shard: dict[int, list[str]] = {}
+        for qid, run in zip(pending, runs, strict=True):
+            if run is not None and run.decode() == run_id:
+                by_shard.setdefault(keys.shard_of(qid), []).append(qid)
         replies = await asyncio.gather(
-            *(self._abort_shard(shard, tenant, run_id, ids, now) for shard, ids in shards)
+            *(self._abort_shard(shard, run_id, ids, now) for shard, ids in by_shard.items())
         )
         ended = [qid for reply in replies for qid in reply]
         if ended:
             await self.redis.zrem(keys.tenant_pending(tenant), *ended)
         return ended
 
-    async def _abort_shard(
-        self, shard: int, tenant: str, run_id: str, ids: list[str], now: int
-    ) -> list[str]:
+    async def _abort_shard(self, shard: int, run_id: str, ids: list[str], now: int) -> list[str]:
         groups = await self.question_keys(ids)
         reply = await self._abort(
-            keys=[
-                keys.run(shard, tenant, run_id),
-                keys.metrics(shard),
-                keys.due(shard),
-                *_flat(groups),
-            ],
-            args=[now, self.keep_ms, self.maxlen, NO_ANSWER, *_counted(ids, groups)],
+            keys=[keys.metrics(shard), keys.due(shard), *_flat(groups)],
+            args=[now, self.keep_ms, self.maxlen, NO_ANSWER, run_id, *_counted(ids, groups)],
         )
         return [qid.decode() for qid in reply]
 
