@@ -14,18 +14,25 @@ cluster node would answer only for the slots that node holds, so it refuses to s
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
 import hiredis
 import redis as redis_sync
 from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
+from redis.asyncio.client import Pipeline
 from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster as SyncRedisCluster
+from redis.commands.core import AsyncScript
 from redis.connection import HiredisRespSerializer
 from redis.crc import key_slot
-from redis.exceptions import RedisError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.typing import EncodableT, KeyT, ScriptTextT
 from redis.utils import HIREDIS_AVAILABLE
 
 from askgate.domain.errors import ConfigError
@@ -69,6 +76,64 @@ def _pack_with_hiredis(pool: ConnectionPool) -> None:
     pool.connection_class = _PACKING[base]
 
 
+# redis-py's classes read as Any to mypy (their bases come from untyped modules).
+class ClusterClient(RedisCluster):  # type: ignore[misc]
+    """redis-py's `RedisCluster`, made to go on serving the shards of the nodes that are
+    up while one master is down (its own retries cover a failover, not a node that stays
+    away).
+
+    - (Re)initialising, redis-py sends `COMMAND` to its default node, the first primary
+      it knows (on a fresh client: the master of slot 0), and gives up when that one is
+      down. It moves a failed node to the back only after a single command failed on it,
+      not after a failed pipeline, nor on a fresh start: until the node came back, every
+      command then failed with that node's connection error, also for the shards of the
+      nodes that are up. Here the next primary is tried instead.
+    - A script a node has not cached is sent with `EVAL` to the node of its keys (which
+      caches it there), instead of redis-py's `SCRIPT LOAD` on every primary, which fails
+      while any of them is down.
+    """
+
+    async def initialize(
+        self,
+        additional_startup_nodes_info: list[tuple[str, int]] | None = None,
+        last_failed_node_name: str | None = None,
+    ) -> ClusterClient:
+        tried: set[str] = set()
+        while True:
+            try:
+                await super().initialize(additional_startup_nodes_info, last_failed_node_name)
+                return self
+            except (RedisConnectionError, RedisTimeoutError):
+                primaries = self.get_primaries()
+                if len(primaries) < 2 or primaries[0].name in tried:
+                    raise
+                tried.add(primaries[0].name)
+                self.nodes_manager.move_node_to_end_of_cached_nodes(primaries[0].name)
+
+    def register_script(self, script: ScriptTextT) -> AsyncScript:
+        return _NodeScript(self, script)
+
+
+class _NodeScript(AsyncScript):  # type: ignore[misc]
+    """A script that, when its node does not know it yet, is run with EVAL there."""
+
+    async def __call__(
+        self,
+        keys: Sequence[KeyT] | None = None,
+        args: Iterable[EncodableT] | None = None,
+        client: Redis | RedisCluster | None = None,
+    ) -> Any:
+        if isinstance(client, Pipeline):
+            return await super().__call__(keys, args, client)
+        keys = list(keys or [])
+        args = [*keys, *(args or [])]
+        target = client or self.registered_client
+        try:
+            return await target.evalsha(self.sha, len(keys), *args)
+        except NoScriptError:
+            return await target.eval(self.script, len(keys), *args)
+
+
 def connect(
     url: str,
     *,
@@ -77,15 +142,21 @@ def connect(
     pool_timeout_s: float = 5.0,
     connect_timeout_s: float = 1.0,
     socket_timeout_s: float | None = 5.0,
+    cluster_retries: int | None = None,
 ) -> Client:
     """An asyncio client: `RedisCluster` when `cluster`, else one Redis behind a blocking
-    pool. max_connections is per node on a cluster."""
+    pool. max_connections is per node on a cluster. cluster_retries: how many times the
+    cluster client tries a command again after a connection error, each time after a
+    fresh look at the cluster's layout (default redis-py's 3, which rides out a failover;
+    0 for a caller that tries again soon anyway)."""
     if cluster:
-        return RedisCluster.from_url(
+        retry = {} if cluster_retries is None else {"retry": Retry(NoBackoff(), cluster_retries)}
+        return ClusterClient.from_url(
             url,
             max_connections=max_connections,
             socket_connect_timeout=connect_timeout_s,
             socket_timeout=socket_timeout_s,
+            **retry,
         )
     pool = BlockingConnectionPool.from_url(
         url,
@@ -178,6 +249,17 @@ async def reach_all(redis: Client) -> None:
         nodes[node.name] = node
     for node in nodes.values():
         await redis.ping(target_nodes=node)
+
+
+def node_of(redis: Client, shard: int) -> str:
+    """The name of the node that serves `shard` as far as the client knows ("" on one
+    Redis, or on a cluster whose slot map the client has not learnt)."""
+    if not isinstance(redis, RedisCluster):
+        return ""
+    try:
+        return str(redis.get_node_from_key(keys.tag(shard)).name)
+    except RedisError:
+        return ""
 
 
 async def warm(redis: Client) -> None:
