@@ -49,7 +49,8 @@ bench: install
 # Longer than `make test`: Schemathesis with many examples per operation, 10,000
 # three-way races (make test runs 1,000) and 1,000 examples per property test (make test
 # tries 100), then the chaos driver (kill -9 and restarts
-# under a mixed workload), which writes docs/reliability.md.
+# under a mixed workload), which writes docs/reliability.md, and the same on a 3-master
+# Redis Cluster with two processes of each channel worker (docs/reliability-cluster.md).
 CHAOS_S ?= 120
 chaos: install
 	ASKGATE_FUZZ_EXAMPLES=300 ASKGATE_RACES=10000 ASKGATE_PROPERTY_EXAMPLES=1000 \
@@ -57,6 +58,8 @@ chaos: install
 		tests/integration/test_races.py tests/unit/test_parser.py \
 		tests/unit/test_result_and_render.py tests/unit/test_validation.py
 	$(BIN)/python -m chaos --duration $(CHAOS_S) --report docs/reliability.md
+	$(BIN)/python -m chaos --duration $(CHAOS_S) --cluster --replicas 2 \
+		--report docs/reliability-cluster.md
 
 clean:
 	rm -rf $(VENV) .run .pytest_cache .mypy_cache .ruff_cache

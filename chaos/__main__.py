@@ -1,9 +1,15 @@
-"""`python -m chaos [--duration S] [--seed N] [--agents N] [--report PATH]` (`make chaos`).
+"""`python -m chaos [--duration S] [--seed N] [--agents N] [--cluster] [--replicas N]
+[--report PATH]` (`make chaos`).
 
 Starts Redis and the stack as processes on free ports, runs the workload while killing
 and restarting processes at random, lets everything settle, checks it (verify.py) and
 writes docs/reliability.md. Exits 1 when a figure that must be zero is not. Everything
 it starts, it stops.
+
+`--cluster` runs the stack on a local 3-master Redis Cluster (`ASKGATE_REDIS_CLUSTER`,
+with a plain Redis for the webhook jobs) and kills a master now and then instead of the
+one Redis; `--replicas N` runs N processes of each channel worker (Telegram then takes
+webhooks instead of long polling).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from typing import Any
 
 import httpx
 import orjson
-from askgate.dev.redis_server import RedisProcess, free_port
+from askgate.dev.redis_server import RedisClusterProcess, RedisProcess, free_port
 from askgate.runtime.logs import configure_logging
 from askgate.store.conn import connect
 from askgate.store.tenants import create_tenant, set_outbound_allow
@@ -30,7 +36,7 @@ from chaos import report, verify
 from chaos.channels import Channel, Stack, TextChannel
 from chaos.discord import DiscordChannel
 from chaos.platforms import Receiver
-from chaos.processes import ChildVictim, Component, RedisVictim, Victim
+from chaos.processes import ChildVictim, ClusterNodeVictim, Component, RedisVictim, Victim
 from chaos.slack import SlackChannel
 from chaos.telegram import TelegramChannel
 from chaos.workload import Workload
@@ -49,19 +55,22 @@ CHANNELS: list[type[TextChannel | TelegramChannel | SlackChannel | DiscordChanne
 REDIS_EVERY_S = (15.0, 30.0)
 
 
-def base_env(redis_url: str) -> dict[str, str]:
+def base_env(redis_url: str, jobs_url: str = "") -> dict[str, str]:
+    """The settings every process gets; with `jobs_url`, REDIS_URL names a cluster node
+    and the webhook jobs (RQ) go to that plain Redis."""
+    cluster = {"ASKGATE_REDIS_CLUSTER": "true", "ASKGATE_JOBS_REDIS_URL": jobs_url}
     return {
         "REDIS_URL": redis_url,
         "ASKGATE_SECRET_KEY": SECRET,
         "ASKGATE_TIMEOUT_MIN_S": "1",
         "ASKGATE_LOG_LEVEL": "warning",
         "ASKGATE_SWEEP_INTERVAL_MS": "100",
+        **(cluster if jobs_url else {}),
     }
 
 
-def stack_components(redis: RedisProcess, log_dir: Path) -> tuple[list[Component], list[str]]:
+def stack_components(env: dict[str, str], log_dir: Path) -> tuple[list[Component], list[str]]:
     """The APIs, sweepers and webhooks service (not started yet) and the APIs' URLs."""
-    env = base_env(redis.url)
     procs: list[Component] = []
     urls = []
     for i in range(2):
@@ -99,11 +108,25 @@ def stack_components(redis: RedisProcess, log_dir: Path) -> tuple[list[Component
     return procs, urls
 
 
+def firsts(victims: dict[str, list[Victim]], rnd: random.Random) -> list[Victim]:
+    """Who is killed first, so that a short run kills them all: one process of each
+    channel worker, and with replicas one of each kind that has them (an API process, a
+    sweeper) too."""
+    groups: dict[str, list[Victim]] = {}
+    for victim in victims["channel"]:
+        groups.setdefault(victim.name.partition("#")[0], []).append(victim)
+    replicated = any(len(g) > 1 for g in groups.values())
+    if replicated:
+        groups |= {"api": victims["api"], "sweeper": victims["sweeper"]}
+    first = [rnd.choice(g) for g in groups.values()]
+    return rnd.sample(first, len(first))
+
+
 async def chaos(victims: dict[str, list[Victim]], stop: asyncio.Event, rnd: random.Random) -> None:
-    """Until stop: pick a victim, kill -9, wait a moment, start it again. Every channel
-    worker goes first, once each (even past stop), so that a short run kills them all."""
+    """Until stop: pick a victim, kill -9, wait a moment, start it again. The `firsts`
+    go first, once each (even past stop)."""
     kinds = list(WEIGHTS)
-    first = rnd.sample(victims["channel"], len(victims["channel"]))
+    first = firsts(victims, rnd)
     while first or not stop.is_set():
         await asyncio.sleep(rnd.uniform(0.2, 0.5) if first else rnd.uniform(0.5, 2.0))
         if first:
@@ -129,13 +152,17 @@ def journal(name: str, what: str) -> None:
 JOURNAL: Path | None = None
 
 
-async def redis_chaos(redis: RedisVictim, stop: asyncio.Event, rnd: random.Random) -> None:
-    """Until stop: now and then, kill -9 Redis and start it again on its data."""
+async def redis_chaos(
+    redises: list[RedisVictim | ClusterNodeVictim], stop: asyncio.Event, rnd: random.Random
+) -> None:
+    """Until stop: now and then, kill -9 Redis (a cluster's master) and start it again on
+    its data."""
     while True:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), rnd.uniform(*REDIS_EVERY_S))
         if stop.is_set():
             return
+        redis = rnd.choice(redises)
         await asyncio.to_thread(redis.kill)
         journal("redis", "kill -9")
         await asyncio.sleep(rnd.uniform(0.2, 1.0))
@@ -148,24 +175,40 @@ async def run(args: argparse.Namespace) -> int:
     log_dir = Path(tempfile.mkdtemp(prefix="askgate-chaos-"))
     global JOURNAL
     JOURNAL = log_dir / "driver.log"
-    redis = RedisProcess(data_dir=str(log_dir / "redis"), persist=True, fsync="always").start()
+    cluster: RedisClusterProcess | None = None
+    if args.cluster:
+        cluster = RedisClusterProcess(persist=True).start()
+        redis = RedisProcess(data_dir=str(log_dir / "jobs-redis"), persist=True, fsync="always")
+        redis.start()
+        env = base_env(cluster.url, redis.url)
+        redises: list[RedisVictim | ClusterNodeVictim] = [
+            ClusterNodeVictim(cluster, i) for i in range(cluster.masters)
+        ]
+    else:
+        redis = RedisProcess(data_dir=str(log_dir / "redis"), persist=True, fsync="always")
+        redis.start()
+        env = base_env(redis.url)
+        redises = [RedisVictim(redis)]
     hooks = Receiver("hooks", error_rate=0.05, seed=args.seed, latency_s=0.3)
     procs: list[Component] = []
     channel_procs: list[Component] = []
     channels: list[Channel] = [cls() for cls in CHANNELS]
     try:
-        client = connect(redis.url)
+        client = connect(env["REDIS_URL"], cluster=args.cluster)
         tenant, key = await create_tenant(client, "chaos", max_pending=10**6, asks_per_s=10**6)
         # The receivers are local: this tenant's own allow-list opens loopback for it.
         await set_outbound_allow(client, tenant.id, "127.0.0.0/8")
-        procs, urls = stack_components(redis, log_dir)
+        procs, urls = stack_components(env, log_dir)
         stack = Stack(
-            base_env(redis.url),
+            env,
             log_dir,
             urls,
             {"Authorization": f"Bearer {key}"},
             args.seed,
             tenant.id,
+            tenant.webhook_secret,
+            args.cluster,
+            args.replicas,
         )
         # Everything at once: a start is mostly an interpreter importing its service.
         *_, started = await asyncio.gather(
@@ -182,14 +225,13 @@ async def run(args: argparse.Namespace) -> int:
             "webhooks-worker": [ChildVictim("webhooks-worker", webhooks)],
             "channel": list(channel_procs),
         }
-        redis_victim = RedisVictim(redis)
         workload = Workload(stack, key, channels, hooks.url, rnd, args.agents, args.max_timeout_s)
         stop_chaos = asyncio.Event()
         started = time.monotonic()
         load = asyncio.create_task(workload.run())
         monkeys = [
             asyncio.create_task(chaos(victims, stop_chaos, rnd)),
-            asyncio.create_task(redis_chaos(redis_victim, stop_chaos, rnd)),
+            asyncio.create_task(redis_chaos(redises, stop_chaos, rnd)),
         ]
         await asyncio.sleep(args.duration)
         stop_chaos.set()
@@ -206,12 +248,12 @@ async def run(args: argparse.Namespace) -> int:
             )
         (log_dir / "questions.json").write_bytes(orjson.dumps(final))
         await client.aclose()  # its connections predate the Redis restarts
-        resolved = await verify.resolved_events(redis.url)
+        resolved = await verify.resolved_events(env["REDIS_URL"], args.cluster)
         figures, tally = verify.check(workload.asked, final, resolved, hooks, channels)
         figures.update({f"human {k}": v for k, v in workload.humans.items()})
         figures.update({f"ask refused {k}": v for k, v in workload.refused.items()})
         kills = {v.name: (v.kills, v.restarts) for vs in victims.values() for v in vs}
-        kills["redis"] = (redis_victim.kills, redis_victim.restarts)
+        kills["redis"] = (sum(r.kills for r in redises), sum(r.restarts for r in redises))
         zero = verify.must_be_zero(channels)
         text = report.render(
             figures,
@@ -235,6 +277,8 @@ async def run(args: argparse.Namespace) -> int:
             await ch.stop()
         hooks.close()
         redis.stop(graceful=True)
+        if cluster is not None:
+            cluster.stop()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -252,6 +296,8 @@ def main(argv: list[str] | None = None) -> None:
         default=12,
         help="longest timeoutSeconds an agent asks with (2 to 12)",
     )
+    parser.add_argument("--cluster", action="store_true", help="on a local 3-master Redis Cluster")
+    parser.add_argument("--replicas", type=int, default=1, help="processes per channel worker")
     parser.add_argument("--report", default="", help="write the report there (markdown)")
     args: Any = parser.parse_args(argv)
     configure_logging("warning", False)

@@ -30,6 +30,14 @@ class Stack:
     headers: dict[str, str]
     seed: int
     tenant: str
+    webhook_secret: str = ""  # the tenant's (Telegram's webhook checks it)
+    cluster: bool = False  # REDIS_URL names a node of a Redis Cluster
+    replicas: int = 1  # processes per channel worker
+
+
+def replica_name(channel: str, i: int, replicas: int) -> str:
+    """A worker process's name (its log file, its line in the kills table)."""
+    return channel if replicas == 1 else f"{channel}#{i + 1}"
 
 
 @dataclass
@@ -113,15 +121,19 @@ class TextChannel:
     async def start(self, stack: Stack) -> list[Component]:
         self.stack = stack
         self.platform = Receiver("text", error_rate=0.05, seed=stack.seed, latency_s=0.3)
-        worker = Component(
-            "text",
-            "askgate_text",
-            {**stack.env, **KIT_ENV, "ASKGATE_TEXT_TIMEOUT_S": "2"},
-            stack.log_dir,
-        )
-        await asyncio.to_thread(worker.start)
-        await asyncio.to_thread(wait_live, stack.env["REDIS_URL"], self.name, 60.0)
-        return [worker]
+        workers = [
+            Component(
+                replica_name("text", i, stack.replicas),
+                "askgate_text",
+                {**stack.env, **KIT_ENV, "ASKGATE_TEXT_TIMEOUT_S": "2"},
+                stack.log_dir,
+            )
+            for i in range(stack.replicas)
+        ]
+        for worker in workers:
+            await asyncio.to_thread(worker.start)
+        await asyncio.to_thread(wait_live, stack.env["REDIS_URL"], self.name, 60.0, stack.cluster)
+        return workers
 
     def target(self, rnd: random.Random) -> dict[str, Any] | None:
         assert self.platform is not None

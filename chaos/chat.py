@@ -18,11 +18,12 @@ from collections import Counter
 from typing import Any
 
 import httpx
+from askgate.dev.redis_server import free_port
 from askgate.domain.i18n import t
 from askgate.store.conn import connect
 from askgate.store.tenants import set_channel_config
 
-from chaos.channels import KIT_ENV, Asked, Stack
+from chaos.channels import KIT_ENV, Asked, Stack, replica_name
 from chaos.processes import Component, wait_live
 
 # A person whose tap shows nothing for this long taps again (the worker may be down).
@@ -55,7 +56,7 @@ class ChatChannel:
 
     def __init__(self) -> None:
         self.stack: Stack | None = None
-        self.worker_port = 0
+        self.worker_ports: list[int] = []  # each replica's HTTP port, when it listens
         self.taps: Counter[str] = Counter()
         self.examples: dict[str, list[str]] = {}
 
@@ -67,7 +68,8 @@ class ChatChannel:
     async def close_platform(self) -> None:
         raise NotImplementedError
 
-    def worker_env(self) -> dict[str, str]:
+    def worker_env(self, port: int) -> dict[str, str]:
+        """A replica's settings; `port` is free for it to listen on."""
         raise NotImplementedError
 
     def credentials(self) -> dict[str, str]:
@@ -101,17 +103,39 @@ class ChatChannel:
     async def start(self, stack: Stack) -> list[Component]:
         self.stack = stack
         await self.open_platform()
-        client = connect(stack.env["REDIS_URL"])
+        client = connect(stack.env["REDIS_URL"], cluster=stack.cluster)
         try:
             await set_channel_config(client, stack.tenant, self.name, self.credentials())
         finally:
             await client.aclose()
-        worker = Component(
-            self.name, self.module, {**stack.env, **KIT_ENV, **self.worker_env()}, stack.log_dir
-        )
-        await asyncio.to_thread(worker.start)
-        await asyncio.to_thread(wait_live, stack.env["REDIS_URL"], self.name, 60.0)
-        return [worker]
+        self.worker_ports = [free_port() for _ in range(stack.replicas)]
+        workers = [
+            Component(
+                replica_name(self.name, i, stack.replicas),
+                self.module,
+                {**stack.env, **KIT_ENV, **self.worker_env(port)},
+                stack.log_dir,
+            )
+            for i, port in enumerate(self.worker_ports)
+        ]
+        for worker in workers:
+            await asyncio.to_thread(worker.start)
+        await asyncio.to_thread(wait_live, stack.env["REDIS_URL"], self.name, 60.0, stack.cluster)
+        return workers
+
+    async def post_worker(
+        self, http: httpx.AsyncClient, path: str, content: bytes, headers: dict[str, str]
+    ) -> httpx.Response | None:
+        """POST to the workers as a load balancer would: to a replica that is up (in a
+        random order); None when none answered."""
+        for port in random.sample(self.worker_ports, len(self.worker_ports)):
+            try:
+                return await http.post(
+                    f"http://127.0.0.1:{port}{path}", content=content, headers=headers
+                )
+            except httpx.TransportError:
+                continue
+        return None
 
     def target(self, rnd: random.Random) -> dict[str, Any] | None:
         if rnd.random() >= 0.5:

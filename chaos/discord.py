@@ -15,7 +15,6 @@ from typing import Any
 
 import httpx
 import orjson
-from askgate.dev.redis_server import free_port
 from nacl.signing import SigningKey
 
 from chaos.channels import Asked
@@ -37,7 +36,6 @@ class DiscordChannel(ChatChannel):
         super().__init__()
         self.fake = FakeDiscord(TOKEN)
         self.key = SigningKey.generate()
-        self.worker_port = free_port()
         self._ids = itertools.count(1600000000000000001)
         self._index: dict[str, list[Msg]] = {}
         self._indexed_at = 0.0
@@ -48,9 +46,9 @@ class DiscordChannel(ChatChannel):
     async def close_platform(self) -> None:
         await self.fake.stop()
 
-    def worker_env(self) -> dict[str, str]:
+    def worker_env(self, port: int) -> dict[str, str]:
         return {
-            "ASKGATE_DISCORD_PORT": str(self.worker_port),
+            "ASKGATE_DISCORD_PORT": str(port),
             "ASKGATE_DISCORD_API_BASE": self.fake.base,
             "ASKGATE_DISCORD_REQUEST_TIMEOUT_S": "3",
         }
@@ -104,12 +102,8 @@ class DiscordChannel(ChatChannel):
             "Content-Type": "application/json",
         }
         assert self.stack is not None
-        url = f"http://127.0.0.1:{self.worker_port}/discord/{self.stack.tenant}/interactions"
-        try:
-            r = await http.post(url, content=raw, headers=headers)
-        except httpx.TransportError:
-            return None
-        if r.status_code != 200:
+        r = await self.post_worker(http, f"/discord/{self.stack.tenant}/interactions", raw, headers)
+        if r is None or r.status_code != 200:
             return None
         return str((r.json().get("data") or {}).get("content") or "")
 

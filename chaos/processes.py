@@ -15,15 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-from askgate.dev.redis_server import RedisProcess
+from askgate.dev.redis_server import RedisClusterProcess, RedisProcess
 from askgate.store import keys
+from askgate.store.conn import connect_sync
 
 
-def wait_live(redis_url: str, channel: str, timeout_s: float = 30.0) -> None:
+def wait_live(redis_url: str, channel: str, timeout_s: float = 30.0, cluster: bool = False) -> None:
     """Until a worker of `channel` says it is live (the key the API checks asks against)."""
-    import redis
-
-    client = redis.Redis.from_url(redis_url)
+    client = connect_sync(redis_url, cluster=cluster)
     try:
         deadline = time.monotonic() + timeout_s
         while not client.exists(keys.channel_live(channel)):
@@ -149,5 +148,25 @@ class RedisVictim:
         self.restarts += 1
 
 
-Victim = Component | ChildVictim | RedisVictim
+@dataclass
+class ClusterNodeVictim:
+    """A master of the Redis Cluster: kill -9, then started again on the same port, its
+    cluster identity and its append-only file (its shards are away meanwhile)."""
+
+    cluster: RedisClusterProcess
+    index: int
+    name: str = "redis"
+    kills: int = 0
+    restarts: int = 0
+
+    def kill(self) -> None:
+        self.cluster.kill(self.index)
+        self.kills += 1
+
+    def restart(self) -> None:
+        self.cluster.restart(self.index, timeout_s=60.0)
+        self.restarts += 1
+
+
+Victim = Component | ChildVictim | RedisVictim | ClusterNodeVictim
 Ready = Callable[[], bool]

@@ -39,7 +39,7 @@ KINDS = [
     ("sweepers", "sweeper"),
     ("webhooks service", "webhooks"),
     ("webhooks' RQ workers", "webhooks-worker"),
-    ("Redis (AOF, appendfsync always)", "redis"),
+    ("Redis (AOF; on a cluster, a master)", "redis"),
 ]
 
 
@@ -50,7 +50,9 @@ def by_kind(kills: dict[str, tuple[int, int]], channels: list[str]) -> list[tupl
         mine = [
             v
             for name, v in kills.items()
-            if name == prefix or (prefix in ("api", "sweeper") and name.startswith(prefix))
+            if name == prefix
+            or name.startswith(prefix + "#")  # a replica
+            or (prefix in ("api", "sweeper") and name.startswith(prefix))
         ]
         rows.append((label, sum(k for k, _ in mine), sum(r for _, r in mine)))
     return rows
@@ -102,7 +104,11 @@ def render(
     lines = [
         "# askgate under chaos",
         "",
-        "Written by `make chaos` (`python -m chaos`); rerun it to refresh this page.",
+        "Written by `make chaos` (`python -m chaos`); rerun it to refresh this page. It",
+        "runs on one Redis (docs/reliability.md) and on a local 3-master Redis Cluster with",
+        "two processes of each channel worker (`--cluster --replicas 2`,",
+        "docs/reliability-cluster.md: a master is killed instead of the one Redis, and",
+        "Telegram's workers take webhooks, as replicas must).",
         "",
         "A mixed workload runs against the whole stack as processes (two API processes, two",
         "sweepers, the webhooks service with two RQ workers, the text, Telegram, Slack and",
@@ -127,6 +133,14 @@ def render(
         "",
         f"- Run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {elapsed_s:.0f} s of "
         f"chaos, {settle_s:.0f} s to settle; seed {args['seed']}, {args['agents']} agents",
+        "- Redis: "
+        + (
+            "a 3-master Redis Cluster (a master killed instead of the one Redis; the webhook "
+            "jobs on a plain Redis)"
+            if args.get("cluster")
+            else "one Redis"
+        )
+        + f"; {args.get('replicas', 1)} process(es) of each channel worker",
         f"- Machine: Python {platform.python_version()}, {platform.system()} "
         f"{platform.release()}, {os.cpu_count()} CPUs, load average "
         f"{' / '.join(f'{x:.1f}' for x in os.getloadavg())} (1 / 5 / 15 min) at the end",

@@ -14,7 +14,6 @@ from urllib.parse import urlencode
 
 import httpx
 import orjson
-from askgate.dev.redis_server import free_port
 from slack_sdk.signature import SignatureVerifier
 
 from chaos.channels import Asked
@@ -32,7 +31,6 @@ class SlackChannel(ChatChannel):
     def __init__(self) -> None:
         super().__init__()
         self.fake = FakeSlack()
-        self.worker_port = free_port()
         self._clicks = 0
         self._index: dict[tuple[str, int], list[Msg]] = {}
         self._indexed_at = 0.0
@@ -43,10 +41,10 @@ class SlackChannel(ChatChannel):
     async def close_platform(self) -> None:
         await self.fake.stop()
 
-    def worker_env(self) -> dict[str, str]:
+    def worker_env(self, port: int) -> dict[str, str]:
         return {
             "ASKGATE_SLACK_MODE": "http",
-            "ASKGATE_SLACK_PORT": str(self.worker_port),
+            "ASKGATE_SLACK_PORT": str(port),
             "ASKGATE_SLACK_API_BASE": self.fake.api,
             "ASKGATE_SLACK_REQUEST_TIMEOUT_S": "3",
         }
@@ -87,12 +85,8 @@ class SlackChannel(ChatChannel):
             "X-Slack-Request-Timestamp": at,
             "X-Slack-Signature": signature or "",
         }
-        url = f"http://127.0.0.1:{self.worker_port}/slack/{self.stack.tenant}/interactivity"
-        try:
-            r = await http.post(url, content=body, headers=headers)
-        except httpx.TransportError:
-            return None
-        return person if r.status_code == 200 else None
+        r = await self.post_worker(http, f"/slack/{self.stack.tenant}/interactivity", body, headers)
+        return person if r is not None and r.status_code == 200 else None
 
     def told(self, handles: list[Any]) -> list[str]:
         people = set(handles)

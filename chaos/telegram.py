@@ -3,6 +3,10 @@ Telegram's getUpdates semantics, the real `askgate-telegram` worker polling it, 
 person in each private chat who taps a button (a callback_query update waiting in the
 fake until the worker's getUpdates confirms it).
 
+With one worker it long-polls, as one replica per bot must; with replicas
+(`--replicas`) each listens for Telegram's webhook and a tap is POSTed to one that is up,
+with the tenant's secret, as Telegram would behind a load balancer.
+
 Telegram has no idempotency key, so a prompt whose worker died mid-sendMessage is
 assumed shown and never sent again (the kit's `StalePolicy.ASSUME_SHOWN`): it is never
 posted twice, but one whose request had not reached Telegram is missing, and one that did
@@ -16,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import orjson
 
 from chaos.channels import Asked
 from chaos.chat import ChatChannel
@@ -35,6 +40,7 @@ class TelegramChannel(ChatChannel):
         self.fake = FakeBotAPI()
         self._seen = 0
         self._by_target: dict[tuple[str, int], list[Msg]] = {}
+        self._hooked: list[tuple[int, str]] = []  # (update id, query id) a worker took (200)
 
     async def open_platform(self) -> None:
         await self.fake.start()
@@ -42,9 +48,15 @@ class TelegramChannel(ChatChannel):
     async def close_platform(self) -> None:
         await self.fake.stop()
 
-    def worker_env(self) -> dict[str, str]:
+    def webhook(self) -> bool:
+        return self.stack is not None and self.stack.replicas > 1
+
+    def worker_env(self, port: int) -> dict[str, str]:
+        mode = {"ASKGATE_TELEGRAM_MODE": "polling"}
+        if self.webhook():
+            mode = {"ASKGATE_TELEGRAM_MODE": "webhook", "ASKGATE_TELEGRAM_WEBHOOK_PORT": str(port)}
         return {
-            "ASKGATE_TELEGRAM_MODE": "polling",
+            **mode,
             "ASKGATE_TELEGRAM_API_BASE": self.fake.base,
             "ASKGATE_TELEGRAM_POLLING_TIMEOUT_S": "1",
             "ASKGATE_TELEGRAM_REQUEST_TIMEOUT_S": "3",
@@ -81,8 +93,22 @@ class TelegramChannel(ChatChannel):
     async def tap(self, http: httpx.AsyncClient, prompt: Msg, asked: Asked, index: int) -> Any:
         person = user(int(prompt.chat_id), "Ada")
         update = self.fake.tap(prompt, f"ag:{asked.id}:{index}:o1", person)
-        self.fake.push(TOKEN, update)
-        return update["callback_query"]["id"]
+        query = update["callback_query"]["id"]
+        if not self.webhook():
+            self.fake.push(TOKEN, update)
+            return query
+        assert self.stack is not None
+        headers = {
+            "Content-Type": "application/json",
+            "X-Telegram-Bot-Api-Secret-Token": self.stack.webhook_secret,
+        }
+        r = await self.post_worker(
+            http, f"/telegram/{self.stack.tenant}", orjson.dumps(update), headers
+        )
+        if r is None or r.status_code != 200:
+            return None
+        self._hooked.append((update["update_id"], query))
+        return query
 
     def told(self, handles: list[Any]) -> list[str]:
         answers = self.fake.callback_answers
@@ -97,6 +123,8 @@ class TelegramChannel(ChatChannel):
         for update_id, query in self._queries():
             if update_id in confirmed and query not in self.fake.callback_answers:
                 lost += 1
+        # With webhooks, a 200 is Telegram's confirmation.
+        lost += sum(1 for _, query in self._hooked if query not in self.fake.callback_answers)
         figures["taps confirmed but never answered"] = lost
         figures["updates never confirmed"] = len(self.fake.updates.get(TOKEN, []))
         return figures

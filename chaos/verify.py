@@ -14,6 +14,7 @@ import httpx
 from askgate.store import keys
 from askgate.store.conn import connect
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisError
 
 from chaos.channels import Asked, Channel
@@ -87,11 +88,11 @@ async def settle(
     return seen, time.monotonic() - start
 
 
-async def resolved_events(redis_url: str) -> Counter[str]:
+async def resolved_events(redis_url: str, cluster: bool = False) -> Counter[str]:
     """`question.resolved` entries per question in the web streams (each question's one
     notification log), read with a fresh connection, retried while Redis settles."""
     for _ in range(20):
-        redis = connect(redis_url)
+        redis = connect(redis_url, cluster=cluster)
         try:
             return await _resolved(redis)
         except (RedisError, OSError):
@@ -101,7 +102,7 @@ async def resolved_events(redis_url: str) -> Counter[str]:
     raise RuntimeError("Redis did not answer to read the resolved events")
 
 
-async def _resolved(redis: Redis) -> Counter[str]:
+async def _resolved(redis: Redis | RedisCluster) -> Counter[str]:
     counts: Counter[str] = Counter()
     for stream in keys.all_events("web"):
         last = "-"
