@@ -24,7 +24,9 @@ def api_server(shared_redis_url: str) -> Iterator[ApiProcess]:
 
 
 @pytest.fixture
-def api_process(redis_url: str, redis: Redis) -> Iterator[ApiProcess]:
-    """This test's own API process (`.url`, `.kill()`, `.stop()`, `.start()`)."""
-    with ApiProcess(redis_url) as api:
+def api_process(redis_url: str, redis: Redis, redis_mode: str) -> Iterator[ApiProcess]:
+    """This test's own API process (`.url`, `.kill()`, `.stop()`, `.start()`), on the
+    cluster when the test runs on it (`both_redis`)."""
+    cluster = {"ASKGATE_REDIS_CLUSTER": "true"} if redis_mode == "cluster" else {}
+    with ApiProcess(redis_url, None, **cluster) as api:
         yield api

@@ -61,6 +61,7 @@ async def test_sync_ask_returns_seed_result(api_server: ApiProcess, tenant: Tena
     assert (await task).tool_result == SEED_ANSWERED
 
 
+@pytest.mark.both_redis
 async def test_ask_survives_api_restart(api_process: ApiProcess, tenant: Tenant) -> None:
     """An API crash and restart during the wait: the client still gets the answer,
     and the question was asked once."""

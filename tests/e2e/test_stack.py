@@ -1,4 +1,5 @@
-"""The stack as processes: the CLI makes a tenant, the API and a sweeper serve an agent."""
+"""The stack as processes: the CLI makes a tenant, the API and a sweeper serve an agent
+(on one Redis, and on the 3-master cluster for the first test)."""
 
 from __future__ import annotations
 
@@ -10,21 +11,23 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from askgate.settings import Settings
 
 from tests.support.asks import ask_body
 from tests.support.processes import ApiProcess
 
 
-def _env(redis_url: str, **extra: str) -> dict[str, str]:
-    return {**os.environ, "REDIS_URL": redis_url, "ASKGATE_LOG_LEVEL": "warning", **extra}
+def _env(redis_url: str, cluster: bool = False, **extra: str) -> dict[str, str]:
+    mode = {"ASKGATE_REDIS_CLUSTER": "true"} if cluster else {}
+    return {**os.environ, "REDIS_URL": redis_url, "ASKGATE_LOG_LEVEL": "warning", **mode, **extra}
 
 
 @pytest.fixture
-def sweeper(redis_url: str, api_process: ApiProcess) -> Iterator[subprocess.Popen[bytes]]:
+def sweeper(settings: Settings, api_process: ApiProcess) -> Iterator[subprocess.Popen[bytes]]:
     """`askgate-sweeper` as a process ticking every 50 ms."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "askgate_sweeper"],
-        env=_env(redis_url, ASKGATE_SWEEP_INTERVAL_MS="50"),
+        env=_env(settings.redis_url, settings.redis_cluster, ASKGATE_SWEEP_INTERVAL_MS="50"),
         stdin=subprocess.DEVNULL,
         start_new_session=True,
     )
@@ -34,10 +37,10 @@ def sweeper(redis_url: str, api_process: ApiProcess) -> Iterator[subprocess.Pope
         proc.wait(10)
 
 
-def cli(redis_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+def cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "askgate.dev.cli", *args],
-        env=_env(redis_url),
+        env=_env(settings.redis_url, settings.redis_cluster),
         capture_output=True,
         text=True,
         timeout=60,
@@ -55,11 +58,12 @@ def check(redis_url: str) -> int:
     ).returncode
 
 
+@pytest.mark.both_redis
 def test_stack_answers_and_expires(
-    redis_url: str, api_process: ApiProcess, sweeper: subprocess.Popen[bytes]
+    settings: Settings, api_process: ApiProcess, sweeper: subprocess.Popen[bytes]
 ) -> None:
     """A tenant from the CLI asks twice: one answered by reply, one expired by the sweeper."""
-    made = cli(redis_url, "tenant", "create", "e2e")
+    made = cli(settings, "tenant", "create", "e2e")
     assert made.returncode == 0, made.stderr
     key = made.stdout.strip()
     assert key.startswith("ag_") and "only its hash is stored" in made.stderr
