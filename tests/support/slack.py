@@ -18,6 +18,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from tests.integration.slack.fake_slack import TOKEN, FakeSlack, Msg
 from tests.support.asks import SECRET, Tenant, ask_body
+from tests.support.channel_harness import AgentSide
 from tests.support.clock import FakeClock
 from tests.support.http import local_client
 from tests.support.waiting import eventually
@@ -53,7 +54,7 @@ def signed(body: bytes, *, at: float | None = None, secret: str = SIGNING_SECRET
     return {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": signature}
 
 
-class Harness:
+class Harness(AgentSide):
     def __init__(
         self,
         fake: FakeSlack,
@@ -116,28 +117,6 @@ class Harness:
             headers["X-Slack-Retry-Num"] = str(retry)
             headers["X-Slack-Retry-Reason"] = "http_timeout"
         return await self.http.post(f"/slack/{self.tenant.id}/events", content=raw, headers=headers)
-
-    async def question(self, qid: str) -> dict[str, Any]:
-        r = await self.api.get(f"/v1/questions/{qid}", headers=self.tenant.headers)
-        return dict(r.json())
-
-    async def delivered(self, qid: str, target: int = 0) -> dict[str, Any]:
-        """The target's delivery once the ledger has settled it as delivered: the prompt
-        reaches the fake a moment before the worker confirms it."""
-
-        async def settled() -> dict[str, Any] | None:
-            d = dict((await self.question(qid))["deliveries"][target])
-            return d if d["status"] == "delivered" else None
-
-        return dict(await eventually(settled, f"delivery {target} of {qid} settled"))
-
-    async def wait_result(self, qid: str) -> dict[str, Any]:
-        r = await self.api.get(
-            f"/v1/questions/{qid}/wait?timeout_s=10", headers=self.tenant.headers
-        )
-        body = dict(r.json())
-        assert body["status"] != "pending", body
-        return body
 
     async def summary(self, msg: Msg) -> str:
         await eventually(

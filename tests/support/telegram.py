@@ -13,6 +13,7 @@ from redis.asyncio import Redis
 
 from tests.integration.telegram.fake_bot_api import FakeBotAPI, Msg
 from tests.support.asks import SECRET, Tenant, ask_body
+from tests.support.channel_harness import AgentSide
 from tests.support.http import local_client
 from tests.support.waiting import eventually
 
@@ -41,7 +42,7 @@ def tg_settings(redis_url: str, api_base: str, **overrides: Any) -> TelegramSett
     return TelegramSettings(**values)
 
 
-class Harness:
+class Harness(AgentSide):
     def __init__(
         self,
         fake: FakeBotAPI,
@@ -110,28 +111,6 @@ class Harness:
         return await self.hook.post(
             f"/telegram/{tenant_id or self.tenant.id}", json=update, headers=headers
         )
-
-    async def question(self, qid: str) -> dict[str, Any]:
-        r = await self.api.get(f"/v1/questions/{qid}", headers=self.tenant.headers)
-        return dict(r.json())
-
-    async def delivered(self, qid: str, target: int = 0) -> dict[str, Any]:
-        """The target's delivery once the ledger has settled it as delivered: the prompt
-        reaches the fake chat a moment before the worker confirms it."""
-
-        async def settled() -> dict[str, Any] | None:
-            d = dict((await self.question(qid))["deliveries"][target])
-            return d if d["status"] == "delivered" else None
-
-        return dict(await eventually(settled, f"delivery {target} of {qid} settled"))
-
-    async def wait_result(self, qid: str) -> dict[str, Any]:
-        r = await self.api.get(
-            f"/v1/questions/{qid}/wait?timeout_s=10", headers=self.tenant.headers
-        )
-        body = dict(r.json())
-        assert body["status"] != "pending", body
-        return body
 
     async def summary(self, msg: Msg) -> str:
         await eventually(
