@@ -25,7 +25,7 @@ from askgate.settings import Settings
 from askgate.store import followup_scripts, keys, scripts
 from askgate.store.ledger import StalePolicy
 from askgate.store.store import Store
-from askgate.store.tenants import create_tenant
+from askgate.store.tenants import create_tenant, set_channel_config
 from askgate.store.webhooks import WRITE, WebhookState
 from redis.asyncio import Redis
 from redis.crc import key_slot
@@ -105,6 +105,7 @@ async def workload(redis: Redis, redis_url: str, settings: Settings) -> None:
     """Each script, on each of its paths that touch other keys."""
     store = Store(redis, settings)
     tenant, _ = await create_tenant(redis, "keys-" + secrets.token_hex(3))
+    await set_channel_config(redis, tenant.id, "telegram", {"bot_token": "1:A"})
 
     async def ask(session: str, **extra: Any) -> str:
         body = QuestionCreate.model_validate(ask_body(session, **extra))

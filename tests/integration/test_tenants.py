@@ -3,6 +3,8 @@ beside it, and records written before the tag still served."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from askgate.store import keys
 from askgate.store.tenants import (
@@ -65,3 +67,21 @@ async def test_tenant_from_before_the_tag_still_works(redis: Redis) -> None:
     loaded = await load_tenant(redis, "told")
     assert loaded is not None and loaded.channels == {"telegram": {"bot_token": "1:A"}}
     assert not await redis.exists(keys.tenant("told"))  # no half-copied new record
+
+
+async def test_channels_configured_at_once_all_stay(redis: Redis) -> None:
+    """Several channels (and several keys of one) set at the same moment, as a deploy
+    script or two admins may: every one of them is kept (a read-merge-write lost some)."""
+    t, _ = await create_tenant(redis, "many")
+    writes = [
+        set_channel_config(redis, t.id, channel, {"bot_token": f"{channel}-token"})
+        for channel in ("telegram", "slack", "discord", "text")
+    ] + [set_channel_config(redis, t.id, "slack", {"signing_secret": "s3cret"})]
+    await asyncio.gather(*writes)
+    loaded = await load_tenant(redis, t.id)
+    assert loaded is not None and loaded.channels == {
+        "telegram": {"bot_token": "telegram-token"},
+        "slack": {"bot_token": "slack-token", "signing_secret": "s3cret"},
+        "discord": {"bot_token": "discord-token"},
+        "text": {"bot_token": "text-token"},
+    }

@@ -517,3 +517,13 @@ local want = tonumber(ARGV[3]) - now + 60000
 if ttl < want then redis.call('PEXPIRE', KEYS[1], want) end
 return {'ok'}
 """
+
+# A compare-and-set of one hash field: KEYS[1] the hash; ARGV[1] the field, ARGV[2] the
+# value it held when read ('' for none), ARGV[3] the new value. Writes only if the field
+# still holds what was read: 1, else 0 (someone wrote it meanwhile: read again).
+SWAP_FIELD = """
+local cur = redis.call('HGET', KEYS[1], ARGV[1])
+if (cur or '') ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+return 1
+"""

@@ -21,7 +21,7 @@ from redis.asyncio import Redis
 from askgate.domain.models import Remind
 from askgate.domain.netguard import parse_cidrs
 from askgate.domain.timeutil import now_ms
-from askgate.store import keys
+from askgate.store import keys, scripts
 
 
 @dataclass(frozen=True)
@@ -113,14 +113,19 @@ async def tenant_for_key(redis: Redis, api_key: str) -> Tenant | None:
 async def set_channel_config(
     redis: Redis, tenant_id: str, channel: str, config: dict[str, Any]
 ) -> None:
-    """Per-tenant channel credentials (bot tokens, signing secrets), merged per channel."""
-    current = await load_tenant(redis, tenant_id)
+    """Per-tenant channel credentials (bot tokens, signing secrets), merged per channel.
+    The merge is a compare-and-set of the record's `channels` field, tried again when
+    another writer changed it meanwhile: two channels configured at once both stay."""
     record = await _record_key(redis, tenant_id)
-    if current is None or record is None:
+    if record is None:
         raise KeyError(tenant_id)
-    channels = dict(current.channels or {})
-    channels[channel] = {**channels.get(channel, {}), **config}
-    await redis.hset(record, "channels", orjson.dumps(channels))
+    swap = redis.register_script(scripts.SWAP_FIELD)
+    while True:
+        raw = await redis.hget(record, "channels") or b""
+        channels = orjson.loads(raw) if raw else {}
+        channels[channel] = {**channels.get(channel, {}), **config}
+        if await swap(keys=[record], args=["channels", raw, orjson.dumps(channels)]):
+            return
 
 
 async def set_outbound_allow(redis: Redis, tenant_id: str, cidrs: str) -> tuple[str, ...]:
