@@ -61,7 +61,9 @@ counts as lost (it shows in "what arrived", not in the percentiles).
 **ask → prompt**: from the agent reading the 201 to the fake receiving the request that
 shows the prompt (Telegram: sendMessage with the keyboard, Slack: chat.postMessage with
 the buttons, Discord: the message create with components; before the body is parsed).
-**tap → answer**: from the fake handing the tap to the platform to the agent reading the
+**tap → answer**: from the fake handing the tap to the platform (Telegram: the update
+put in the worker's long poll; Slack, Discord: the signed POST to the worker going out,
+at most 64 in flight from the fake, the rest waiting in the fake) to the agent reading the
 /wait response, which must be `answered` with the first option. Times are
 CLOCK_MONOTONIC, shared by all processes. **prompts/s** (answering off): the worker is
 stopped (SIGSTOP), asks are made through the API, the worker is resumed (SIGCONT) and

@@ -41,6 +41,9 @@ class Hooks(Protocol):
     def summary(self, conv: str, t: float) -> None:
         """A prompt was turned into its summary (the question ended)."""
 
+    def answered(self, conv: str, t: float) -> None:
+        """The human's answer to the prompt of `conv` was handed to the platform at `t`."""
+
 
 class Platform(Protocol):
     """The fake platform, run in its own process (`bench/channels/platform.py`)."""
@@ -50,9 +53,9 @@ class Platform(Protocol):
 
     async def stop(self) -> None: ...
 
-    def answer(self, prompt: Prompt) -> float:
+    def answer(self, prompt: Prompt) -> None:
         """The human answers the prompt with its first option, through the platform (a
-        button tap, a reply); returns when (monotonic) the answer was sent."""
+        button tap, a reply), and tells the hooks when it was sent (`answered`)."""
 
 
 class ChannelSpec(Protocol):

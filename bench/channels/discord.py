@@ -115,7 +115,7 @@ def _platform(hooks: Hooks, worker: Worker) -> Platform:
             await self.clicker.stop()
             await self.fake.stop()
 
-        def answer(self, prompt: Prompt) -> float:
+        def answer(self, prompt: Prompt) -> None:
             msg = prompt.handle
             assert isinstance(msg, Msg)
 
@@ -141,7 +141,7 @@ def _platform(hooks: Hooks, worker: Worker) -> Platform:
                     "Content-Type": "application/json",
                 }
 
-            return self.clicker.click("/discord/{tenant}/interactions", build)
+            self.clicker.click(prompt.conv, "/discord/{tenant}/interactions", build)
 
     return DiscordPlatform()
 

@@ -1,6 +1,11 @@
 """What the Slack and Discord fakes share: their platform calls the worker (a signed
 click), so the human's answer is an HTTP POST to the worker, sent without waiting for
-it, and the fake says it is ready once the worker's HTTP server answers /healthz."""
+it, and the fake says it is ready once the worker's HTTP server answers /healthz.
+
+At most CONNECTIONS clicks are in flight; the rest wait their turn here. httpx's pool
+(httpcore) matches every queued request against every connection each time one frees:
+with thousands queued (200 asks/s while the worker lags) the fake spent its core on
+that matching, not on clicking, and the figure measured the fake's collapse."""
 
 from __future__ import annotations
 
@@ -14,6 +19,8 @@ import httpx
 
 from bench.channels.base import Hooks, Worker
 
+CONNECTIONS = 64
+
 
 class Clicker:
     def __init__(self, hooks: Hooks, worker: Worker) -> None:
@@ -21,9 +28,11 @@ class Clicker:
         self.worker = worker
         self.http: httpx.AsyncClient | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._turns = asyncio.Semaphore(CONNECTIONS)
 
     def start(self) -> None:
-        self.http = httpx.AsyncClient(timeout=30)
+        limits = httpx.Limits(max_connections=CONNECTIONS, max_keepalive_connections=CONNECTIONS)
+        self.http = httpx.AsyncClient(timeout=30, limits=limits)
         self._spawn(self._wait_ready())
 
     async def stop(self) -> None:
@@ -48,21 +57,26 @@ class Clicker:
                     return
             await asyncio.sleep(0.1)
 
-    def click(self, path: str, build: Callable[[], tuple[bytes, dict[str, str]]]) -> float:
-        """POST a signed body to the worker's `path` (its tenant filled in); returns when
-        it was sent. A click that fails is clicked again, as a person would."""
+    def click(
+        self, conv: str, path: str, build: Callable[[], tuple[bytes, dict[str, str]]]
+    ) -> None:
+        """POST a signed body to the worker's `path` (its tenant filled in), telling the
+        hooks when the first try went out (its turn among CONNECTIONS taken: a click
+        waiting here is the fake's backlog, not the worker's). A click that fails is
+        clicked again, as a person would."""
         body, headers = build()
         url = f"http://127.0.0.1:{self.worker.port}{path.format(tenant=self.worker.tenant)}"
 
         async def post() -> None:
             assert self.http is not None
-            for _ in range(3):
+            for attempt in range(3):
                 with contextlib.suppress(httpx.TransportError):
-                    r = await self.http.post(url, content=body, headers=headers)
+                    async with self._turns:
+                        if attempt == 0:
+                            self.hooks.answered(conv, time.monotonic())
+                        r = await self.http.post(url, content=body, headers=headers)
                     if r.status_code == 200:
                         return
                 await asyncio.sleep(0.5)
 
-        t = time.monotonic()
         self._spawn(post())
-        return t

@@ -39,7 +39,7 @@ class Recorder:
         self.answering = True
         self.platform: Platform | None = None
         self.prompts: dict[str, list[float]] = {}
-        self.answered: dict[str, float] = {}
+        self.answered_at: dict[str, float] = {}
         self.summaries: dict[str, float] = {}
 
     def ready(self) -> None:
@@ -52,7 +52,10 @@ class Recorder:
 
     def _answer(self, prompt: Prompt) -> None:
         assert self.platform is not None
-        self.answered[prompt.conv] = self.platform.answer(prompt)
+        self.platform.answer(prompt)
+
+    def answered(self, conv: str, t: float) -> None:
+        self.answered_at[conv] = t
 
     def summary(self, conv: str, t: float) -> None:
         self.summaries.setdefault(conv, t)
@@ -77,14 +80,14 @@ async def main(channel: str, think_s: float, worker: Worker) -> None:
                 emit(
                     {
                         "prompts": sum(len(v) for v in rec.prompts.values()),
-                        "answered": len(rec.answered),
+                        "answered": len(rec.answered_at),
                         "summaries": len(rec.summaries),
                     }
                 )
             elif cmd["cmd"] == "dump":
                 records = {
                     "prompts": rec.prompts,
-                    "answered": rec.answered,
+                    "answered": rec.answered_at,
                     "summaries": rec.summaries,
                 }
                 # A blocking write, on purpose: nothing is being measured during a dump.

@@ -98,7 +98,7 @@ def _platform(hooks: Hooks, worker: Worker) -> Platform:
             await self.clicker.stop()
             await self.fake.stop()
 
-        def answer(self, prompt: Prompt) -> float:
+        def answer(self, prompt: Prompt) -> None:
             msg = prompt.handle
             assert isinstance(msg, Msg)
 
@@ -112,7 +112,7 @@ def _platform(hooks: Hooks, worker: Worker) -> Platform:
                     "X-Slack-Signature": signer.generate_signature(timestamp=at, body=body) or "",
                 }
 
-            return self.clicker.click("/slack/{tenant}/interactivity", build)
+            self.clicker.click(prompt.conv, "/slack/{tenant}/interactivity", build)
 
     return SlackPlatform()
 

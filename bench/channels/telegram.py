@@ -96,13 +96,12 @@ def _platform(hooks: Hooks) -> Platform:
         async def stop(self) -> None:
             await self.fake.stop()
 
-        def answer(self, prompt: Prompt) -> float:
+        def answer(self, prompt: Prompt) -> None:
             token, msg = prompt.handle
             assert isinstance(msg, Msg)
             update = self.fake.tap(msg, msg.buttons[0][0]["callback_data"], HUMAN)
-            t = time.monotonic()
+            hooks.answered(prompt.conv, time.monotonic())
             self.fake.push(token, update)
-            return t
 
     return TelegramPlatform()
 
