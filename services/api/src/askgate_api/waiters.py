@@ -32,6 +32,7 @@ import structlog
 from askgate.domain.errors import Unavailable
 from askgate.domain.status import Status
 from askgate.store import keys
+from askgate.store.conn import DRIVER
 from askgate.store.record import Record
 from askgate.store.store import Store
 from redis.asyncio import Redis
@@ -258,6 +259,7 @@ class ShardedWaiters(Waiters):
                 socket_connect_timeout=1.0,
                 socket_timeout=None,
                 max_connections=2,
+                driver_info=DRIVER,
             )
             pubsub = client.pubsub()
             try:

@@ -31,7 +31,7 @@ from askgate.domain.parser import ParsedReply, parse_reply
 from askgate.domain.status import Reason, Status
 from askgate.domain.timeutil import iso, now_ms
 from askgate.settings import Settings
-from askgate.store import keys, scripts
+from askgate.store import conn, keys, scripts
 from askgate.store.followup import FollowUp
 from askgate.store.ledger import Ledger, watch_member
 from askgate.store.queries import Queries
@@ -255,7 +255,13 @@ class Store(Queries):
 
     @staticmethod
     def _node_client(host: str, port: int) -> Redis:
-        return Redis(host=host, port=int(port), socket_connect_timeout=1.0, max_connections=32)
+        return Redis(
+            host=host,
+            port=int(port),
+            socket_connect_timeout=1.0,
+            max_connections=32,
+            driver_info=conn.DRIVER,
+        )
 
     async def aclose(self) -> None:
         """Close the clients the store opened itself (the WAIT path's, per cluster node);
