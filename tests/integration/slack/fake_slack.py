@@ -297,10 +297,14 @@ class FakeSlack:
     async def m_conversations_open(self, params: dict[str, Any]) -> dict[str, Any]:
         return {"channel": {"id": "D" + str(params["users"])[1:]}}
 
-    def _history(self, msgs: list[Msg], params: dict[str, Any]) -> dict[str, Any]:
+    def _history(
+        self, msgs: list[Msg], params: dict[str, Any], newest_first: bool = True
+    ) -> dict[str, Any]:
         oldest = float(params.get("oldest") or 0)
         out = []
-        for msg in reversed(msgs):  # newest first, as Slack answers
+        # conversations.history answers newest first; conversations.replies the parent
+        # first, then its replies oldest first.
+        for msg in reversed(msgs) if newest_first else msgs:
             if float(msg.ts) > oldest:
                 raw = msg.raw()
                 if msg.metadata and params.get("include_all_metadata") in (True, "1", "true"):
@@ -321,7 +325,7 @@ class FakeSlack:
             for m in self.conversations.get(channel, [])
             if m.ts == thread or m.thread_ts == thread
         ]
-        return self._history(msgs, params)
+        return self._history(msgs, params, newest_first=False)
 
     async def m_apps_connections_open(self, params: dict[str, Any]) -> dict[str, Any]:
         return {"url": self.base.replace("http://", "ws://") + "/socket"}

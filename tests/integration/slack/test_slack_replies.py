@@ -143,3 +143,31 @@ async def test_edited_message_is_not_an_answer(sl: Harness) -> None:
     event["event"]["subtype"] = "message_changed"
     await sl.event(event)
     assert (await sl.question(q["id"]))["status"] == "pending"
+
+
+async def test_thread_reply_before_the_worker_recorded_the_prompt_answers(sl: Harness) -> None:
+    """A reply in the prompt's thread that arrives before Slack has answered the worker's
+    post (so before it recorded which message the prompt is) still answers it: the
+    prompt's metadata, read back from the thread, names the question."""
+    sl.fake.hold_post.clear()  # Slack shows the prompt; its answer to the worker waits
+    q = await sl.ask()
+    prompt = await sl.prompt()
+    assert (await sl.question(q["id"]))["deliveries"][0]["status"] == "sending"
+    await sl.event(sl.fake.message(ROOM, ADA, "2", thread_ts=prompt.ts))
+    body = await sl.wait_result(q["id"])
+    assert body["result"]["answers"]["answers"] == {"deploy_target": ["Production"]}
+    sl.fake.hold_post.set()
+    assert await sl.summary(prompt) == "Answered: Production"
+
+
+async def test_a_young_thread_of_someone_elses_message_is_not_an_answer(sl: Harness) -> None:
+    """A reply in the thread of a person's message posted a moment ago (it could have
+    been a prompt not recorded yet, so Slack is asked) answers nothing."""
+    q = await sl.ask()
+    await sl.prompt()
+    talk = sl.fake.message(ROOM, BOB, "shall we ship?")
+    await sl.event(talk)
+    r = await sl.event(sl.fake.message(ROOM, ADA, "1", thread_ts=talk["event"]["ts"]))
+    assert r.status_code == 200  # acknowledged once handled
+    assert (await sl.question(q["id"]))["status"] == "pending"
+    assert sl.fake.sent("chat.postMessage")[1:] == []

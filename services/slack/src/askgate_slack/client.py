@@ -101,6 +101,16 @@ class Workspaces:
             timeout=aiohttp.ClientTimeout(total=settings.slack_request_timeout_s)
         )
         self.configs: TenantConfigs[Workspace] = TenantConfigs(redis, CHANNEL, self._build)
+        self._me: dict[str, dict[str, Any]] = {}  # bot token → its auth.test answer
+
+    async def identity(self, ws: Workspace) -> dict[str, Any]:
+        """Who the bot is (auth.test: team, user_id, bot_id), asked once per bot token;
+        raises the kit's errors when Slack cannot say."""
+        me = self._me.get(ws.bot_token)
+        if me is None:
+            data = (await call(lambda: ws.client.auth_test())).data
+            me = self._me[ws.bot_token] = dict(data) if isinstance(data, dict) else {}
+        return me
 
     def _build(
         self, tenant: Tenant, conf: dict[str, Any], prev: Workspace | None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Coroutine
 from typing import Any
 
@@ -23,6 +24,8 @@ from askgate.channels import (
     ChannelWorker,
     Dedupe,
     Outcome,
+    PlatformError,
+    PromptRef,
     may_answer,
 )
 from askgate.domain.i18n import t
@@ -32,13 +35,17 @@ from askgate.store.record import Record
 from askgate.store.store import Store
 
 from askgate_slack import render
-from askgate_slack.adapter import is_dm, is_user
+from askgate_slack.adapter import EVENT_TYPE, is_dm, is_user
 from askgate_slack.client import CHANNEL, Call, Workspace, Workspaces, call
 
 log = structlog.get_logger("askgate.slack")
 
 # 429s in a row one message to a person absorbs before it is dropped (logged).
-Reply = dict[str, Any] | None  # a view_submission's response body (None: close the modal)
+Reply = dict[str, Any] | None
+# A thread reply whose parent is not a recorded prompt is looked up in Slack only when
+# the parent is this young (its ts is its time): a prompt's post, its confirm and a
+# dead sender's lease (the kit's 60 s) all fall within it; older threads are not ours.
+UNRECORDED_WINDOW_S = 180.0  # a view_submission's response body (None: close the modal)
 
 
 def unescape(text: str) -> str:
@@ -288,6 +295,8 @@ class Inbound:
         there. (record, target index, target, direct)."""
         if thread:
             ref = await self.prompts.lookup(ws.tenant, channel, thread)
+            if ref is None:
+                ref = await self._unrecorded(ws, channel, thread)
             loaded = await self._load(ws, ref.question_id, ref.index) if ref else None
             if ref is not None and loaded is not None:
                 return loaded[0], ref.index, loaded[1], True
@@ -304,6 +313,42 @@ class Inbound:
                 if here and (target.thread_ts or None) == thread:
                     return rec, i, target, bool(thread)
         return None
+
+    async def _unrecorded(self, ws: Workspace, channel: str, thread: str) -> PromptRef | None:
+        """A reply in the thread of one of this bot's prompts that the worker has not
+        recorded yet (the person was quicker than Slack's answer to the post, or the
+        worker died before it): the thread's parent, read back from Slack, carries the
+        prompt's metadata naming its question and target. Only for a young thread
+        (UNRECORDED_WINDOW_S), so other talk in threads costs no Slack call."""
+        try:
+            age_s = time.time() - float(thread)
+        except ValueError:
+            return None
+        if not -60 < age_s < UNRECORDED_WINDOW_S:
+            return None
+        try:
+            me = await self.workspaces.identity(ws)
+            resp = await call(
+                lambda: ws.client.conversations_replies(
+                    channel=channel, ts=thread, limit=1, include_all_metadata=True
+                )
+            )
+        except PlatformError as exc:
+            log.info("reply.parent_unknown", tenant=ws.tenant, channel=channel, error=exc.message)
+            return None
+        parent: dict[str, Any] = next(
+            (m for m in resp.get("messages") or [] if m.get("ts") == thread), {}
+        )
+        meta = parent.get("metadata") or {}
+        payload = meta.get("event_payload") or {}
+        if (
+            not parent.get("bot_id")
+            or parent.get("bot_id") != me.get("bot_id")
+            or meta.get("event_type") != EVENT_TYPE
+            or not isinstance(payload.get("target"), int)
+        ):
+            return None
+        return PromptRef(str(payload.get("question_id") or ""), payload["target"], "prompt")
 
     async def _message(self, ws: Workspace, ev: dict[str, Any]) -> None:
         if (

@@ -15,7 +15,7 @@ from redis.exceptions import RedisError
 from slack_sdk.signature import Clock
 
 from askgate_slack.adapter import SlackAdapter
-from askgate_slack.client import Workspace, Workspaces, call
+from askgate_slack.client import Workspace, Workspaces
 from askgate_slack.config import SlackSettings
 from askgate_slack.inbound import Inbound
 from askgate_slack.transport import SocketLinks, http_app
@@ -82,7 +82,7 @@ class SlackService:
     async def _identify(self, ws: Workspace) -> None:
         """auth.test once per bot token: a wrong token shows in the log at once."""
         try:
-            me = await call(lambda: ws.client.auth_test())
+            me = await self.workspaces.identity(ws)
         except PlatformError as exc:
             log.warning("slack.auth_failed", tenant=ws.tenant, error=exc.message)
             return
