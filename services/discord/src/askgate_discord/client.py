@@ -100,12 +100,20 @@ def error_of(response: httpx.Response) -> PlatformError | None:
     return PermanentError(what)
 
 
+# Connections to Discord's API this process keeps open at most.
+KEEP = 100
+
+
 class DiscordClient:
     def __init__(self, settings: DiscordSettings) -> None:
         self.http = httpx.AsyncClient(
             base_url=settings.discord_api_base.rstrip("/") + "/",
             timeout=settings.discord_request_timeout_s,
             headers={"User-Agent": USER_AGENT},
+            # Every connection kept for reuse: httpx keeps 20 by default, so beyond 20
+            # calls at once (the kit's 32 deliveries plus interaction responses) each
+            # call closed its connection and the next opened a new one.
+            limits=httpx.Limits(max_connections=KEEP, max_keepalive_connections=KEEP),
         )
 
     async def _send(
