@@ -271,8 +271,8 @@ async def run(args: argparse.Namespace) -> int:
         print(f"logs: {log_dir}", file=sys.stderr)
         return 1 if report.failures(figures, zero) else 0
     finally:
-        for p in [*procs, *channel_procs]:
-            await asyncio.to_thread(p.stop)
+        # All at once: each stop is a SIGTERM and a wait of up to a second or two.
+        await asyncio.gather(*(asyncio.to_thread(p.stop) for p in [*procs, *channel_procs]))
         for ch in channels:
             await ch.stop()
         hooks.close()
