@@ -11,14 +11,16 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
 import orjson
 import pytest
+from askgate.dev.redis_server import RedisProcess
 from askgate.settings import Settings
 from askgate.store import keys
+from askgate.store.conn import connect
 from askgate.store.webhooks import list_dead
 from askgate_webhooks.config import WebhookSettings
 from askgate_webhooks.jobs import attempt_delivery
@@ -29,6 +31,7 @@ from rq import Queue
 
 from tests.integration.http_receiver import Receiver, Reply
 from tests.support.asks import Tenant, ask_body, make_settings
+from tests.support.databases import own_database
 from tests.support.waiting import eventually
 
 # The receivers listen on 127.0.0.1, which the outbound policy refuses unless opened.
@@ -50,10 +53,18 @@ def settings(redis_url: str) -> Settings:
     return make_settings(redis_url, outbound_allow=LOCAL)
 
 
-@pytest.fixture
-def webhooks(redis_url: str, redis: Redis) -> Iterator[subprocess.Popen[bytes]]:
+@pytest.fixture(scope="module")
+def webhooks_url(redis_server: RedisProcess) -> str:
+    """The database of the module's webhooks service: the tests that use the service
+    share it, each with a tenant and a receiver of its own (a service process and its RQ
+    worker take a second or two to start and stop, so they start once)."""
+    return own_database(redis_server)
+
+
+@pytest.fixture(scope="module")
+def webhooks_service(webhooks_url: str) -> Iterator[subprocess.Popen[bytes]]:
     """`python -m askgate_webhooks` as a process, stopped with SIGTERM afterwards."""
-    env = {**os.environ, "REDIS_URL": redis_url, **SERVICE_ENV}
+    env = {**os.environ, "REDIS_URL": webhooks_url, **SERVICE_ENV}
     proc = subprocess.Popen([sys.executable, "-m", "askgate_webhooks"], env=env)
     yield proc
     proc.send_signal(signal.SIGTERM)
@@ -64,6 +75,30 @@ def webhooks(redis_url: str, redis: Redis) -> Iterator[subprocess.Popen[bytes]]:
         proc.wait()
         raise
     assert proc.returncode == 0
+
+
+@pytest.fixture
+def webhooks(webhooks_service: subprocess.Popen[bytes]) -> subprocess.Popen[bytes]:
+    """The module's webhooks service, still running."""
+    assert webhooks_service.poll() is None, "the webhooks service exited"
+    return webhooks_service
+
+
+@pytest.fixture
+def redis_url(request: pytest.FixtureRequest, redis_server: RedisProcess) -> str:
+    """The webhooks service's database for the tests that use it, else the test's own."""
+    if "webhooks" in request.fixturenames:
+        return str(request.getfixturevalue("webhooks_url"))
+    return own_database(redis_server)
+
+
+@pytest.fixture
+async def redis(redis_url: str) -> AsyncIterator[Redis]:
+    """A client of the test's database (not emptied: the service's one holds its
+    consumer group and RQ's keys while the module runs)."""
+    client = connect(redis_url, max_connections=64, connect_timeout_s=10)
+    yield client
+    await client.aclose()
 
 
 @pytest.fixture
@@ -190,7 +225,8 @@ async def test_client_error_is_not_retried(
     assert hook["status"] == "failed" and hook["next_attempt_at"] is None
     assert [a["status_code"] for a in hook["attempts"]] == [410]
     queue = Queue(keys.WEBHOOK_QUEUE, connection=sync_redis)
-    assert queue.scheduled_job_registry.get_job_ids() == [] and queue.count == 0
+    waiting = [*queue.scheduled_job_registry.get_job_ids(), *queue.get_job_ids()]
+    assert not [j for j in waiting if qid in j]
 
 
 @pytest.mark.usefixtures("webhooks")
