@@ -72,7 +72,11 @@ class Receiver:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # serve_forever looks for shutdown() every poll_interval (0.5 s by default): each
+        # close waited that long.
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self.thread.start()
 
     @property
