@@ -9,9 +9,12 @@ BIN := $(VENV)/bin
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml uv.lock $(wildcard shared/pyproject.toml shared/*/pyproject.toml services/*/pyproject.toml)
+# --compile-bytecode: where PYTHONDONTWRITEBYTECODE is set, nothing ever caches the
+# dependencies' bytecode, and every process compiles what it imports again (aiogram alone:
+# 1.4 s of CPU per Telegram worker started).
+$(VENV)/.installed: Makefile pyproject.toml uv.lock $(wildcard shared/pyproject.toml shared/*/pyproject.toml services/*/pyproject.toml)
 	@$(PY) -m uv --version >/dev/null 2>&1 || $(PY) -m pip install --quiet uv
-	$(UV) sync --all-packages --frozen
+	$(UV) sync --all-packages --frozen --compile-bytecode
 	@touch $@
 
 # The web UI tests drive Debian's Chromium (Playwright never downloads a browser); a
@@ -28,10 +31,12 @@ run: install
 
 # In parallel: one pytest-xdist worker per core, each with its own redis-server; every
 # test has a Redis database of its own (docs/testing.md). TEST_WORKERS=0 runs in one
-# process.
+# process. Bytecode is cached (in the gitignored __pycache__) even where
+# PYTHONDONTWRITEBYTECODE is set: otherwise every service process a test starts compiles
+# askgate's own modules again, and each xdist worker rewrites every test module.
 TEST_WORKERS ?= auto
 test: install browser
-	$(BIN)/python -m pytest -n $(TEST_WORKERS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 lint: install
 	$(BIN)/ruff check .
