@@ -3,7 +3,8 @@
 `QUESTIONS` is a realistic verbose ask (3 questions, 4 options each with a description,
 about 1.8 KB of text). `AskTemplate` runs `Store.create` once against recorders of its
 RESERVE and CREATE script calls; `calls()` then gives the same calls for another session
-(id, shard tag, session, run, tool call id substituted, times moved), so fixtures of 100,000
+(id, shard tag, session, run, tool call id substituted, times moved; the tool call id
+inside the deflated doc stays the recorded one), so fixtures of 100,000
 questions are written exactly as the API writes them, pipelined, and the baselines in
 `bare_app` do byte for byte the API's Redis work. A storage-layout change in `Store`
 reaches both without touching this file.

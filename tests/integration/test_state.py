@@ -6,6 +6,7 @@ import asyncio
 from collections import Counter
 from typing import Any
 
+import orjson
 import pytest
 from askgate.domain.errors import AlreadyFinal
 from askgate.domain.models import QuestionCreate, Responder
@@ -13,6 +14,7 @@ from askgate.domain.timeutil import now_ms
 from askgate.settings import Settings
 from askgate.store import keys
 from askgate.store.conn import connect
+from askgate.store.doc import encode_doc
 from askgate.store.store import Store
 from askgate_sweeper.__main__ import sweep_once
 from redis.asyncio import Redis
@@ -153,8 +155,7 @@ async def test_keyspace_after_full_lifecycle(
     await store.answer(tenant.id, qid, {"deploy_target": ["Production"]})
     after = {k.decode() for k in await redis.keys("*")} - before
     assert after == {
-        keys.question(qid),
-        keys.doc(qid),
+        keys.question(qid),  # its doc among its fields
         keys.result_key(qid),
         keys.session(shard, tenant.id, "ks-0"),
         keys.events(shard, "web"),
@@ -164,12 +165,15 @@ async def test_keyspace_after_full_lifecycle(
         keys.tenant_rate(tenant.id),
     }
     keep_ms = settings.result_ttl_s * 1000
-    for key in (keys.question(qid), keys.doc(qid), keys.result_key(qid)):
+    for key in (keys.question(qid), keys.result_key(qid)):
         ttl = await redis.pttl(key)
         assert keep_ms - 60_000 < ttl <= keep_ms
+    # The session's index is kept for the session history after the deadline (900 s),
+    # not for the retention period.
     session = keys.session(shard, tenant.id, "ks-0")
     session_created = await redis.hget(keys.question(qid), "created")
-    assert keep_ms - 60_000 < await redis.pttl(session) <= keep_ms + 900_000
+    history_ms = settings.session_history_s * 1000
+    assert history_ms < await redis.pttl(session) <= history_ms + 900_000
     assert await redis.hgetall(session) == {qid.encode(): session_created}  # no longer pending
     assert 0 < await redis.pttl(keys.tenant_rate(tenant.id)) <= 1000
     # Streams are capped by MAXLEN instead of a TTL: consumers may be down for a while.
@@ -177,8 +181,9 @@ async def test_keyspace_after_full_lifecycle(
 
 
 async def test_keyspace_while_pending(redis: Redis, settings: Settings, tenant: Tenant) -> None:
-    """A pending ask holds its hash, the session pointer, deadline and quota entries (no
-    per-run index: a run's questions are found by their `run` field)."""
+    """A pending ask holds its hash (its doc among its fields), the session pointer,
+    deadline and quota entries (no per-run index: a run's questions are found by their
+    `run` field)."""
     store = Store(redis, settings)
     before = {k.decode() for k in await redis.keys("*")}
     (qid,) = await create_many(store, tenant.id, 1, "kp", run_id="r")
@@ -186,7 +191,6 @@ async def test_keyspace_while_pending(redis: Redis, settings: Settings, tenant: 
     after = {k.decode() for k in await redis.keys("*")} - before
     assert after == {
         keys.question(qid),
-        keys.doc(qid),
         keys.session(shard, tenant.id, "kp-0"),
         keys.due(shard),
         keys.events(shard, "web"),
@@ -290,3 +294,82 @@ async def test_a_question_answered_before_still_shows_the_result_its_hash_kept(
         "status": "answered",
         "answers": {"answers": {"deploy_target": ["Staging (Recommended)"]}},
     }
+
+
+async def test_a_question_stored_with_its_doc_apart_reads_and_ends_as_before(
+    redis: Redis, settings: Settings, tenant: Tenant
+) -> None:
+    """A question stored in the layout before (its doc in its own key, written with the
+    first dictionary; timeout, locale, agent and tool-call ids in its hash) shows the same
+    resource, and is listed and answered as before, its doc kept as long."""
+    store = Store(redis, settings)
+    (qid,) = await create_many(
+        store, tenant.id, 1, "apart", agent_id="claude-code", tool_call_id="toolu_01abc"
+    )
+    rec = await store.get(tenant.id, qid)
+    shown = rec.public_dict()
+    chunks = [f for f in await redis.hkeys(keys.question(qid)) if f.startswith(b"z")]
+    assert chunks
+    await redis.hdel(keys.question(qid), *chunks)
+    old_fields = {"timeout": 900, "locale": "en", "agent": "claude-code", "tcid": "toolu_01abc"}
+    await redis.hset(keys.question(qid), mapping=old_fields)
+    blob = encode_doc(orjson.loads(rec.f["doc"]), orjson.loads(rec.f["targets"]), None, version=1)
+    await redis.set(keys.doc(qid), blob, px=await redis.pttl(keys.question(qid)))
+    old = await store.get(tenant.id, qid)
+    assert old.public_dict() == shown
+    await store.answer(tenant.id, qid, {"deploy_target": ["Production"]})
+    (listed,) = await store.list_session(tenant.id, "apart-0")
+    assert listed.status == "answered" and listed.questions == rec.questions
+    keep_ms = settings.result_ttl_s * 1000
+    assert keep_ms - 60_000 < await redis.pttl(keys.doc(qid)) <= keep_ms
+
+
+async def test_the_hash_keeps_only_what_changes_or_scripts_read(
+    redis: Redis, settings: Settings, tenant: Tenant
+) -> None:
+    """The agent and tool-call ids travel in the doc, the timeout is expires - created,
+    an `en` locale is the default, the target count goes at the end; the resource shows
+    them all the same."""
+    store = Store(redis, settings)
+    (qid,) = await create_many(
+        store, tenant.id, 1, "lean", run_id="r-1", agent_id="claude-code", tool_call_id="toolu_9"
+    )
+    fields = set(await redis.hkeys(keys.question(qid)))
+    assert not fields & {b"agent", b"tcid", b"timeout", b"locale"} and b"ntargets" in fields
+    await store.answer(tenant.id, qid, {"deploy_target": ["Production"]})
+    assert b"ntargets" not in set(await redis.hkeys(keys.question(qid)))
+    shown = (await store.get(tenant.id, qid)).public_dict()
+    assert (shown["run_id"], shown["agent_id"], shown["tool_call_id"]) == (
+        "r-1",
+        "claude-code",
+        "toolu_9",
+    )
+    assert (shown["timeout_s"], shown["locale"]) == (900, "en")
+
+
+async def test_a_question_outlives_its_sessions_index(
+    redis: Redis, settings: Settings, tenant: Tenant
+) -> None:
+    """Once a session's index has expired (deleted here, as its TTL does), its ended
+    question is still read by id with its result, the session lists nothing, and the
+    session can ask again."""
+    store = Store(redis, settings)
+    (qid,) = await create_many(store, tenant.id, 1, "gone")
+    await store.answer(tenant.id, qid, {"deploy_target": ["Production"]})
+    shard = keys.shard_of(qid)
+    assert (
+        0
+        < await redis.pttl(keys.session(shard, tenant.id, "gone-0"))
+        < await redis.pttl(keys.question(qid))
+    )
+    await redis.delete(keys.session(shard, tenant.id, "gone-0"))
+    rec = await store.get(tenant.id, qid)
+    assert rec.result == {
+        "status": "answered",
+        "answers": {"answers": {"deploy_target": ["Production"]}},
+    }
+    assert await store.list_session(tenant.id, "gone-0") == []
+    rec, created = await store.create(
+        tenant.id, QuestionCreate.model_validate(ask_body(session="gone-0"))
+    )
+    assert created and [r.id for r in await store.list_session(tenant.id, "gone-0")] == [rec.id]

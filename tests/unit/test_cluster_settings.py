@@ -60,3 +60,11 @@ def test_bad_jobs_url_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("ASKGATE_JOBS_REDIS_URL", "http://jobs")
     with pytest.raises(ConfigError, match="ASKGATE_JOBS_REDIS_URL"):
         load(Settings)
+
+
+def test_the_session_history_covers_the_late_answer_window() -> None:
+    """A session index kept shorter than the late-answer window is refused by name: late
+    answers are matched through it."""
+    with pytest.raises(ValidationError, match="ASKGATE_SESSION_HISTORY_S"):
+        Settings(session_history_s=300, late_answer_window_s=600)
+    assert Settings(session_history_s=600, late_answer_window_s=600).session_history_s == 600

@@ -57,6 +57,12 @@ class Settings(BaseSettings):
     # the late answer of the session's newest question when that one ended without an
     # answer at most this long ago (0: never; an answer to a named question always is).
     late_answer_window_s: int = Field(600, ge=0)
+    # A session's index (what GET /v1/questions?session= lists, the Control UI's
+    # timeline, what a late answer is matched to) is kept this long after the deadline of
+    # the session's newest question; each question stays readable by id for
+    # result_ttl_s. Shorter than result_ttl_s, it costs a session asked once ~7 B per
+    # retained question instead of ~170 (docs/benchmarks.md).
+    session_history_s: int = Field(3600, ge=60)
 
     # A chat target not shown this long after its ask, while its channel has no live
     # worker, fails (when no other target can show the ask, it ends delivery_failed).
@@ -94,6 +100,16 @@ class Settings(BaseSettings):
                 "ASKGATE_TIMEOUT_MIN_S <= ASKGATE_TIMEOUT_DEFAULT_S <= ASKGATE_TIMEOUT_MAX_S "
                 f"must hold (got {self.timeout_min_s}, {self.timeout_default_s}, "
                 f"{self.timeout_max_s})"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _history_covers_late_answers(self) -> Self:
+        if self.session_history_s < self.late_answer_window_s:
+            raise ValueError(
+                "ASKGATE_SESSION_HISTORY_S must be at least ASKGATE_LATE_ANSWER_WINDOW_S: a "
+                "late answer is matched through the session's index (got "
+                f"{self.session_history_s} < {self.late_answer_window_s})"
             )
         return self
 

@@ -95,7 +95,9 @@ def question(question_id: str) -> str:
 
 
 def doc(question_id: str) -> str:
-    """STRING: the question's static part (questions, targets, callback), compressed."""
+    """STRING: the question's static part (questions, targets, callback), compressed, as
+    questions stored before their hash kept it (`askgate.store.doc`) have it: still read,
+    no longer written."""
     return f"{tag(shard_of(question_id))}:doc:{question_id}"
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -20,6 +19,7 @@ from askgate.domain.resource import Delivery, QuestionPublic
 from askgate.domain.status import DeliveryState, Reason, Status
 from askgate.domain.timeutil import iso
 from askgate.store import keys
+from askgate.store.doc import decode_doc, split_doc
 
 NO_ANSWER = orjson.dumps({"status": "no_answer"})
 TARGETS: TypeAdapter[list[Target]] = TypeAdapter(list[Target])
@@ -126,6 +126,12 @@ class Record:
     @property
     def expires_ms(self) -> int:
         return int(self.f["expires"])
+
+    @property
+    def timeout_s(self) -> int:
+        """The ask's timeout after clamping: expires - created (a question stored before
+        also kept it as `timeout`)."""
+        return (self.expires_ms - self.created_ms) // 1000
 
     @property
     def resolved_ms(self) -> int | None:
@@ -338,7 +344,7 @@ class Record:
             "agent_id": f.get("agent") or None,
             "tool_call_id": f.get("tcid") or None,
             "locale": self.locale,
-            "timeout_s": int(f["timeout"]),
+            "timeout_s": self.timeout_s,
             "created_at": iso(f["created"]),
             "expires_at": iso(f["expires"]),
             "resolved_at": iso(f.get("resolved")),
@@ -364,58 +370,6 @@ def decode_hash(raw: Mapping[bytes, bytes]) -> dict[str, str]:
     return {k.decode(): v.decode() for k, v in raw.items()}
 
 
-# A question's static part (questions, targets, callback) is stored apart from its hash,
-# deflated with a preset dictionary of the ask's JSON shape: the hash keeps only short
-# values, so Redis stores it as a compact listpack, and the text takes ~40% of its size.
-DOC_VERSION = b"\x01"
-_ZDICT = (
-    b'{"questions":[{"id":"","header":"","question":"","options":[{"label":" (Recommended)",'
-    b'"description":""},{"label":"","description":""}],"multiSelect":false}],"targets":'
-    b'[{"channel":"telegram","chat_id":""},{"channel":"web"}],"callback":"https://"}'
-)
-
-
-def encode_doc(
-    questions: list[Any],
-    targets: list[Any],
-    callback: str | None,
-    remind: dict[str, Any] | None = None,
-    steps: list[dict[str, Any]] | None = None,
-) -> bytes:
-    """`steps`: each escalation step's `after_s` and how many targets it has (its targets
-    follow the ask's own in `targets`, in step order)."""
-    doc: dict[str, Any] = {"questions": questions, "targets": targets}
-    if callback:
-        doc["callback"] = callback
-    if remind:
-        doc["remind"] = remind
-    if steps:
-        doc["steps"] = steps
-    c = zlib.compressobj(9, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, _ZDICT)
-    return DOC_VERSION + c.compress(orjson.dumps(doc)) + c.flush()
-
-
-def decode_doc(blob: bytes) -> dict[str, str]:
-    """The doc as the record fields `doc`, `targets`, `callback`, `remind`, `steps`
-    (JSON / text)."""
-    if blob[:1] != DOC_VERSION:
-        raise ValueError("unknown question doc version")
-    d = zlib.decompressobj(-15, _ZDICT)
-    doc = orjson.loads(d.decompress(blob[1:]) + d.flush())
-    for q in doc["questions"]:
-        q.setdefault("multiSelect", False)
-    out = {
-        "doc": orjson.dumps(doc["questions"]).decode(),
-        "targets": orjson.dumps(doc["targets"]).decode(),
-    }
-    if doc.get("callback"):
-        out["callback"] = doc["callback"]
-    for name in ("remind", "steps"):
-        if doc.get(name):
-            out[name] = orjson.dumps(doc[name]).decode()
-    return out
-
-
 class Reads(Protocol):
     """A pipeline (redis-py's, sync or async) that the reads of a Record are queued on."""
 
@@ -428,7 +382,8 @@ READS = 4
 
 
 def queue_reads(pipe: Reads, question_id: str) -> None:
-    """Queue the reads of one question: its hash, doc, deliveries and public result."""
+    """Queue the reads of one question: its hash (with its doc), the doc a question
+    stored before kept apart, its deliveries and public result."""
     pipe.hgetall(keys.question(question_id))
     pipe.get(keys.doc(question_id))
     pipe.hgetall(keys.deliveries(question_id))
@@ -442,11 +397,17 @@ def record_from(
     deliveries: Mapping[bytes, bytes] | None = None,
     result: bytes | None = None,
 ) -> Record | None:
-    """A Record from the question hash, its doc, its deliveries hash and its result key as
-    read from Redis (None if gone). The deliveries' `d:<i>` fields join the record's
-    fields. An answered question's result is read from its public result key; a question
+    """A Record from the question hash, the doc key (`blob`: where a question stored
+    before its hash kept its doc has it), its deliveries hash and its result key as read
+    from Redis (None if gone). The deliveries' `d:<i>` fields join the record's fields.
+    An answered question's result is read from its public result key; a question
     answered before the hash stopped keeping a copy has it in the hash, used as it is."""
-    if not raw or blob is None:
+    if not raw:
+        return None
+    raw, kept = split_doc(raw)
+    if kept is not None:
+        blob = kept
+    if blob is None:
         return None
     fields = {**decode_hash(raw), **decode_doc(blob), **decode_hash(deliveries or {})}
     if result is not None and "result" not in fields and fields.get("status") == Status.ANSWERED:

@@ -115,8 +115,10 @@ end
 -- sweep removes its whole batch from the due set at once instead). mkey: the shard's
 -- metrics hash, where the end is counted. batch: the caller counts the end and SPUBLISHes
 -- the id itself, once for its whole batch (one message and one HINCRBY per batch).
--- A sweep resolves at or after the deadline, when the hash, doc and session TTLs set at
--- creation (deadline + keep_ms) already have keep_ms left: it skips refreshing them.
+-- A sweep resolves at or after the deadline, when the hash and doc TTLs set at creation
+-- (deadline + keep_ms) already have keep_ms left: it skips refreshing them. The session
+-- hash is the session's index, kept until session_history_s after its newest question's
+-- deadline (set by CREATE), not for keep_ms: the end leaves its TTL alone.
 local function resolve(G, due, id, status, reason, result, responder, now, keep_ms, maxlen,
                        in_due, mkey, batch)
   local qkey = G.q
@@ -134,6 +136,8 @@ local function resolve(G, due, id, status, reason, result, responder, now, keep_
     redis.call('HSET', qkey, 'status', status, 'reason', reason, 'resolved', now,
                unpack(responder_fields(responder)))
   end
+  -- How many targets it has is read only while it is pending (all_failed).
+  redis.call('HDEL', qkey, 'ntargets')
   end_deliveries(qkey, G.dlv)
   local rk = G.result
   redis.call('SET', rk, result, 'PX', keep_ms)
@@ -143,7 +147,6 @@ local function resolve(G, due, id, status, reason, result, responder, now, keep_
     redis.call('PEXPIRE', qkey, keep_ms)
     redis.call('PEXPIRE', G.doc, keep_ms)
     redis.call('PEXPIRE', G.dlv, keep_ms)
-    extend(sk, keep_ms)
     redis.call('ZREM', due, id)
     -- (A swept question stays in its run's set: it is scored by its deadline, and the
     -- next ask of the run drops entries past their deadline.)
@@ -169,15 +172,16 @@ CREATE = (
     _RESOLVE
     + """
 -- KEYS[1] question hash   KEYS[2] session hash   KEYS[3] due zset
--- KEYS[4] the question's doc (static part)   KEYS[5] the shard's undelivered zset
--- KEYS[6] the shard's timers zset   KEYS[7..] one event stream per channel shown at once
--- ARGV[1] id  ARGV[2] expires_ms  ARGV[3] now_ms  ARGV[4] keep_ms (TTL of hash and doc)
--- ARGV[5] stream maxlen  ARGV[6] doc bytes
--- ARGV[7] tenant  ARGV[8] session  ARGV[9] n: how many undelivered entries follow
+-- KEYS[4] the shard's undelivered zset   KEYS[5] the shard's timers zset
+-- KEYS[6..] one event stream per channel shown at once
+-- ARGV[1] id  ARGV[2] expires_ms  ARGV[3] now_ms  ARGV[4] keep_ms (TTL of the hash)
+-- ARGV[5] stream maxlen  ARGV[6] tenant  ARGV[7] session
+-- ARGV[8] the session hash's TTL (ms): until session_history_s after this deadline
+-- ARGV[9] n: how many undelivered entries follow
 -- ARGV[10 .. 9+2n] undelivered score/member pairs (a chat target's show-by deadline)
 -- ARGV[10+2n] m: how many timers follow, then m due/member pairs (reminders, steps)
--- then the hash's field/value pairs (a run's questions are found by their `run` field:
--- Store.abort_run)
+-- then the hash's field/value pairs, the doc's `z<n>` fields among them (a run's
+-- questions are found by their `run` field: Store.abort_run)
 -- Returns {'created'} | {'replay'} | {'busy', pending_id}
 if redis.call('EXISTS', KEYS[1]) == 1 then return {'replay'} end
 local now, expires, keep = tonumber(ARGV[3]), tonumber(ARGV[2]), tonumber(ARGV[4])
@@ -201,15 +205,14 @@ local tpos = 10 + 2 * nwatch
 local ntimers = tonumber(ARGV[tpos])
 redis.call('HSET', KEYS[1], unpack(ARGV, tpos + 1 + 2 * ntimers))
 redis.call('PEXPIRE', KEYS[1], keep)
-redis.call('SET', KEYS[4], ARGV[6], 'PX', keep)
 redis.call('HSET', KEYS[2], 'p:' .. ARGV[1], ARGV[2], ARGV[1], ARGV[3])
-extend(KEYS[2], keep)
+extend(KEYS[2], ARGV[8])
 redis.call('ZADD', KEYS[3], expires, ARGV[1])
-if nwatch > 0 then redis.call('ZADD', KEYS[5], unpack(ARGV, 10, 9 + 2 * nwatch)) end
-if ntimers > 0 then redis.call('ZADD', KEYS[6], unpack(ARGV, tpos + 1, tpos + 2 * ntimers)) end
-for i = 7, #KEYS do
+if nwatch > 0 then redis.call('ZADD', KEYS[4], unpack(ARGV, 10, 9 + 2 * nwatch)) end
+if ntimers > 0 then redis.call('ZADD', KEYS[5], unpack(ARGV, tpos + 1, tpos + 2 * ntimers)) end
+for i = 6, #KEYS do
   redis.call('XADD', KEYS[i], 'MAXLEN', '~', ARGV[5], '*', 'type', 'question.created',
-             'id', ARGV[1], 'tenant', ARGV[7], 'session', ARGV[8])
+             'id', ARGV[1], 'tenant', ARGV[6], 'session', ARGV[7])
 end
 return {'created'}
 """

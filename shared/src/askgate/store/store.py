@@ -32,13 +32,13 @@ from askgate.domain.status import Reason, Status
 from askgate.domain.timeutil import iso, now_ms
 from askgate.settings import Settings
 from askgate.store import conn, keys, scripts
+from askgate.store.doc import doc_fields, encode_doc
 from askgate.store.followup import FollowUp
 from askgate.store.ledger import Ledger, watch_member
 from askgate.store.queries import Queries
 from askgate.store.record import (
     NO_ANSWER,
     Record,
-    encode_doc,
     new_question_id,
     result_json,
 )
@@ -53,6 +53,7 @@ class Store(Queries):
         self.redis = redis
         self.settings = settings
         self.keep_ms = settings.result_ttl_s * 1000
+        self.history_ms = settings.session_history_s * 1000
         self.maxlen = settings.stream_maxlen
         self.grace_ms = settings.channel_grace_s * 1000
         self._create: AsyncScript = redis.register_script(scripts.CREATE)
@@ -130,17 +131,20 @@ class Store(Queries):
         if body.callback_url is not None:
             channels.append("webhook")
             shown_now.append("webhook")
+        # The hash keeps what the scripts read and what changes; the timeout is
+        # expires - created, an `en` locale is the default, and the agent and tool-call
+        # ids, only ever shown, travel in the doc.
         fields: dict[str, str | int] = {
             "tenant": tenant,
             "session": body.session,
             "status": Status.PENDING.value,
-            "locale": body.locale,
             "created": now,
             "expires": expires,
-            "timeout": timeout_s,
             "channels": ",".join(channels),
             "ntargets": len(targets),
         }
+        if body.locale != "en":
+            fields["locale"] = body.locale
         # Stored without defaults (multiSelect false, no description); the record and
         # decode_doc restore the full shape.
         questions = [q.model_dump(mode="json", exclude_defaults=True) for q in body.questions]
@@ -152,19 +156,17 @@ class Store(Queries):
             else:
                 show_by = now if tg["channel"] in dead_channels else now + self.grace_ms
                 watch += [show_by, watch_member(qid, i, tg["channel"])]
-        for name, value in (
-            ("run", body.run_id),
-            ("agent", body.agent_id),
-            ("tcid", body.tool_call_id),
-        ):
-            if value:
-                fields[name] = value
-        flat: list[str | int] = []
+        if body.run_id:
+            fields["run"] = body.run_id
+        ids = {"agent": body.agent_id, "tcid": body.tool_call_id}
+        flat: list[str | int | bytes] = []
         for k, v in fields.items():
             flat += [k, v]
         remind_doc = remind.model_dump(exclude_none=True) if remind is not None else None
         steps_doc = [{"after_s": st.after_s, "targets": len(st.targets)} for st in body.escalate]
-        doc = encode_doc(questions, targets, callback, remind_doc, steps_doc)
+        doc = encode_doc(questions, targets, callback, remind_doc, steps_doc, ids=ids)
+        for k, chunk in doc_fields(doc):
+            flat += [k, chunk]
         timers: list[str | int] = []
         for due, timer in plan(qid, now, expires, remind, body.escalate):
             timers += [due, timer.member]
@@ -174,7 +176,6 @@ class Store(Queries):
                     keys.question(qid),
                     keys.session(shard, tenant, body.session),
                     keys.due(shard),
-                    keys.doc(qid),
                     keys.undelivered(shard),
                     keys.timers(shard),
                     *[keys.events(shard, ch) for ch in shown_now],
@@ -185,9 +186,9 @@ class Store(Queries):
                     now,
                     expires - now + self.keep_ms,
                     self.maxlen,
-                    doc,
                     tenant,
                     body.session,
+                    expires - now + self.history_ms,
                     len(watch) // 2,
                     *watch,
                     len(timers) // 2,
@@ -219,6 +220,7 @@ class Store(Queries):
                 await self._release(tenant, qid)
             return rec, False
         record = {k: str(v) for k, v in fields.items()}
+        record.update((k, v) for k, v in ids.items() if v)
         for q in questions:
             q.setdefault("multiSelect", False)
         record["doc"] = orjson.dumps(questions).decode()
