@@ -41,8 +41,11 @@ async def test_double_click_is_told_already_answered(sl: Harness) -> None:
     """A second click on an answered question changes nothing and says so, privately."""
     q = await sl.ask()
     prompt = await sl.prompt()
-    await sl.interact(sl.fake.click(prompt, "o0", ADA))
-    await sl.interact(sl.fake.click(prompt, "o1", ADA))
+    # Both clicks on the prompt as shown: the first one's summary may replace it before
+    # the second is sent.
+    first, second = (sl.fake.click(prompt, option, ADA) for option in ("o0", "o1"))
+    await sl.interact(first)
+    await sl.interact(second)
     assert await sl.told(ADA, 2) == ["Answer submitted.", "This question was already answered."]
     assert (await sl.question(q["id"]))["result"]["answers"]["answers"] == {
         "deploy_target": ["Staging (Recommended)"]
