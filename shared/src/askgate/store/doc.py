@@ -90,6 +90,7 @@ DOC_VERSION = 2  # what new docs are written with
 # (64 by default) bytes; 63 is the most a listpack stores behind a one-byte length.
 CHUNK = 63
 CHUNK_PREFIX = b"z"
+_Z = CHUNK_PREFIX[0]
 
 
 def encode_doc(
@@ -155,12 +156,13 @@ def split_doc(raw: Mapping[bytes, bytes]) -> tuple[dict[bytes, bytes], bytes | N
     """A question hash as read (HGETALL) parted into its other fields and the doc its
     `z<n>` fields keep (None when it keeps none: a question stored with its doc apart)."""
     rest: dict[bytes, bytes] = {}
-    chunks: dict[int, bytes] = {}
+    chunks: dict[bytes, bytes] = {}
     for name, value in raw.items():
-        if name[:1] == CHUNK_PREFIX and name[1:].isdigit():
-            chunks[int(name[1:])] = value
+        # (An int compare first: this runs for every field of every question read.)
+        if name[0] == _Z and name[1:].isdigit():
+            chunks[name] = value
         else:
             rest[name] = value
     if not chunks:
         return rest, None
-    return rest, b"".join(chunks[n] for n in range(len(chunks)))
+    return rest, b"".join([chunks[b"z%d" % n] for n in range(len(chunks))])
