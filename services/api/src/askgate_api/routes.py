@@ -111,7 +111,12 @@ async def list_questions(
     tenant: TenantDep,
     session: Annotated[
         str | None,
-        Query(description="the session's name; without it, status=pending lists every session's"),
+        Query(
+            description="the session's name: its recent questions, newest first (its index "
+            "is kept ASKGATE_SESSION_HISTORY_S, 1 h by default, after the deadline of its "
+            "newest question; each question stays readable by id for ASKGATE_RESULT_TTL_S); "
+            "without it, status=pending lists every session's"
+        ),
     ] = None,
     status: Status | None = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
