@@ -28,6 +28,7 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
 from tests.support.asks import Tenant, make_settings
+from tests.support.clusters import Spares
 from tests.support.databases import DATABASES, SHARED_DB, own_database, start_redis
 
 # Fixtures whose processes live for the whole session on SHARED_DB.
@@ -108,18 +109,28 @@ async def redis(
 
 
 @pytest.fixture(scope="session")
-def redis_cluster() -> Iterator[RedisClusterProcess]:
-    """A 3-master Redis Cluster shared by the session (tests that kill a node start
+def spare_clusters() -> Iterator[Spares]:
+    spares = Spares()
+    yield spares
+    spares.close()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(spare_clusters: Spares) -> Iterator[RedisClusterProcess]:
+    """A 3-master Redis Cluster shared by the session (tests that kill a node take
     their own: `own_cluster`)."""
-    with RedisClusterProcess() as cluster:
-        yield cluster
+    cluster = spare_clusters.take()
+    yield cluster
+    cluster.stop()
 
 
 @pytest.fixture
-def own_cluster() -> Iterator[RedisClusterProcess]:
-    """A 3-master Redis Cluster for this test alone, to kill and restart nodes of."""
-    with RedisClusterProcess() as cluster:
-        yield cluster
+def own_cluster(spare_clusters: Spares) -> Iterator[RedisClusterProcess]:
+    """A 3-master Redis Cluster for this test alone, to kill and restart nodes of
+    (formed while the test before it ran)."""
+    cluster = spare_clusters.take()
+    yield cluster
+    cluster.stop()
 
 
 @pytest.fixture

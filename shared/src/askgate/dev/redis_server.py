@@ -315,6 +315,20 @@ class RedisClusterProcess:
         )
 
     def start(self, timeout_s: float = 30.0) -> RedisClusterProcess:
+        """Launch it and wait until it is ok and every replica has synced."""
+        self.launch()
+        try:
+            self.wait_ok(timeout_s)
+            self._replicate(timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def launch(self) -> RedisClusterProcess:
+        """Start the nodes and join them into one cluster, without waiting for it: a
+        master says the cluster is ok no sooner than 2 s after it started (Redis's
+        CLUSTER_WRITABLE_DELAY), which a caller can spend on something else first."""
         try:
             for node in self.nodes:
                 node.start()
@@ -329,8 +343,6 @@ class RedisClusterProcess:
             with self._client(self.nodes[0]) as c:
                 for node in self.nodes[1:]:
                     c.execute_command("CLUSTER", "MEET", "127.0.0.1", node.port)
-            self.wait_ok(timeout_s)
-            self._replicate(timeout_s)
         except BaseException:
             self.stop()
             raise
