@@ -6,6 +6,8 @@ from __future__ import annotations
 from askgate.channels import ChannelSettings
 from pydantic import Field
 
+SERVICE = "discord"
+
 
 class DiscordSettings(ChannelSettings):
     # Discord's REST API, or the tests' fake.

@@ -25,10 +25,9 @@ from redis.exceptions import RedisError
 
 from askgate_discord.adapter import DiscordAdapter
 from askgate_discord.client import CHANNEL, DiscordApp, DiscordClient, build_app
-from askgate_discord.config import DiscordSettings
+from askgate_discord.config import SERVICE, DiscordSettings
 from askgate_discord.inbound import Inbound
 
-SERVICE = "discord"
 log = structlog.get_logger("askgate.discord")
 
 # Discord signs an interaction as it sends it; one older than this is a replay.

@@ -8,6 +8,8 @@ from typing import Literal
 from askgate.channels import ChannelSettings
 from pydantic import Field
 
+SERVICE = "slack"
+
 
 class SlackSettings(ChannelSettings):
     # http: Slack POSTs to /slack/<tenant>/interactivity and /slack/<tenant>/events on our

@@ -16,11 +16,10 @@ from slack_sdk.signature import Clock
 
 from askgate_slack.adapter import SlackAdapter
 from askgate_slack.client import Workspace, Workspaces
-from askgate_slack.config import SlackSettings
+from askgate_slack.config import SERVICE, SlackSettings
 from askgate_slack.inbound import Inbound
 from askgate_slack.transport import SocketLinks, http_app
 
-SERVICE = "slack"
 log = structlog.get_logger("askgate.slack")
 # What is being sent to people (outcomes, thread replies) gets this long at a stop.
 DRAIN_S = 5.0

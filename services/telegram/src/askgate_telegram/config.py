@@ -8,6 +8,8 @@ from typing import Literal
 from askgate.channels import ChannelSettings
 from pydantic import Field
 
+SERVICE = "telegram"
+
 
 class TelegramSettings(ChannelSettings):
     # webhook: Telegram POSTs updates to /telegram/<tenant id> on our HTTP server;

@@ -16,11 +16,10 @@ from redis.exceptions import RedisError
 from askgate_telegram.adapter import TelegramAdapter
 from askgate_telegram.client import Bots, call
 from askgate_telegram.commands import set_menu
-from askgate_telegram.config import TelegramSettings
+from askgate_telegram.config import SERVICE, TelegramSettings
 from askgate_telegram.inbound import Inbound
 from askgate_telegram.updates import ALLOWED_UPDATES, PollHealth, poll, webhook_app
 
-SERVICE = "telegram"
 log = structlog.get_logger("askgate.telegram")
 
 

@@ -63,13 +63,15 @@ def worker_main(
     prog: str,
     service: str,
     settings_cls: type[S],
-    serve: Callable[[S, asyncio.Event], Awaitable[None]],
+    load_serve: Callable[[], Callable[[S, asyncio.Event], Awaitable[None]]],
     argv: list[str] | None = None,
     doc: str | None = None,
 ) -> None:
     """The command line every long-running worker shares: settings from the environment
     (exit 2 with the message on a bad one), `--check` as the liveness probe, logging,
-    then `serve(settings, stop)` until a signal."""
+    then `serve(settings, stop)` until a signal. `load_serve()` returns `serve`, so a
+    worker imports its platform's library only to serve: not for the probe, which runs
+    every few seconds (aiogram alone takes 2 s of CPU to import), nor for a bad setting."""
     parser = argparse.ArgumentParser(prog=prog, description=doc)
     parser.add_argument("--check", action="store_true", help="liveness probe: exit 0 if alive")
     args = parser.parse_args(argv)
@@ -86,6 +88,7 @@ def worker_main(
         print(f"{prog}: {exc.message}", file=sys.stderr)
         raise SystemExit(2) from None
     configure_logging(settings.log_level, settings.log_json)
+    serve = load_serve()
     # Everything imported so far lives as long as the process: keep it out of the
     # collector's way (a full collection over aiogram's or slack_sdk's objects took
     # 0.2-0.8 s here, stalling every prompt and tap in flight).
