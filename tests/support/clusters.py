@@ -7,9 +7,11 @@ CLUSTER_WRITABLE_DELAY, not a setting), so each new cluster made its test wait 2
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 
 from askgate.dev.redis_server import RedisClusterProcess
+from redis.exceptions import RedisError
 
 # Clusters launched beyond the one taken: a few tests' worth of 2 s. An idle one costs
 # its three redis-servers about 5 ms of CPU a second.
@@ -25,8 +27,11 @@ class Spares:
 
     def take(self) -> RedisClusterProcess:
         cluster = self._launched.popleft() if self._launched else RedisClusterProcess().launch()
-        while len(self._launched) < AHEAD:
-            self._launched.append(RedisClusterProcess().launch())
+        with contextlib.suppress(RedisError, RuntimeError, OSError):
+            # A spare that fails to launch (a port taken meanwhile) is not this test's
+            # failure: the next take() launches another.
+            while len(self._launched) < AHEAD:
+                self._launched.append(RedisClusterProcess().launch())
         try:
             cluster.wait_ok()
         except BaseException:
