@@ -163,15 +163,19 @@ class TextChannel:
         return "told"
 
     def owed(self, question: dict[str, Any]) -> bool:
-        """A final question whose shown prompt has not had its summary posted yet."""
+        """A final question whose prompt the platform took but whose summary it has not
+        yet: also when the worker was killed before it recorded the prompt delivered (it
+        stays "sending"; once its lease has run out the worker sends it again, which the
+        platform drops, and posts the summary)."""
         assert self.platform is not None
         sent = {
             h.headers.get("x-askgate-delivery") for h in self.platform.snapshot() if h.status == 200
         }
+        qid = question["id"]
         return question["status"] != "pending" and any(
             d["target"]["channel"] == self.name
-            and d["status"] == "delivered"
-            and f"{question['id']}:{i}:summary" not in sent
+            and f"{qid}:{i}:question" in sent
+            and f"{qid}:{i}:summary" not in sent
             for i, d in enumerate(question["deliveries"])
         )
 
