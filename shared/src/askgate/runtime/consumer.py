@@ -130,6 +130,8 @@ class StreamConsumer:
                         self.dispatch(await self.reclaim())
                     except (RedisError, OSError) as exc:
                         log.warning("consumer.redis_error", channel=self.channel, error=str(exc))
+                    except Exception:  # the next round tries again, as after a Redis error
+                        log.exception("consumer.reclaim_failed", channel=self.channel)
                 wait = self.claim_every_s - (time.monotonic() - self._last_claim)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), max(wait, 0.01))
@@ -156,6 +158,12 @@ class StreamConsumer:
             except (RedisError, OSError) as exc:
                 groups_ready = False
                 log.warning("consumer.redis_error", channel=self.channel, error=str(exc))
+                await asyncio.sleep(ERROR_BACKOFF_S)
+            except Exception:
+                # Anything else too: a reader that ended would leave its shards' new
+                # entries unread for good (nobody reclaims an entry never delivered).
+                groups_ready = False
+                log.exception("consumer.read_failed", channel=self.channel)
                 await asyncio.sleep(ERROR_BACKOFF_S)
 
     async def _wait_for_room(self) -> None:

@@ -71,18 +71,44 @@ class _HiredisPacking:
         return packed
 
 
-_PACKING: dict[type, type] = {}
+class _TornDownIsConnectionError:
+    """A write on a connection that was torn down under it raises ConnectionError, as a
+    write on a closed socket does, instead of uvloop's RuntimeError ("the handler is
+    closed") or an AttributeError (its writer already None).
+
+    redis-py's cluster client disconnects a node's idle connections after an error on
+    that node while other commands are taking them (a master killed): the commands caught
+    there failed with those errors, which neither redis-py's retries nor askgate's
+    handlers of Redis errors expected. An API request then got a 500, and a stream
+    consumer's reader stopped for good (every other reader of that consumer too), so the
+    webhooks service never read the events of those shards again."""
+
+    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        try:
+            await super().send_packed_command(command, check_health)  # type: ignore[misc]
+        except (RuntimeError, AttributeError) as exc:
+            raise RedisConnectionError(f"connection closed while writing: {exc}") from exc
+
+
+_CLASSES: dict[tuple[type, ...], type] = {}
+
+
+def _connection_class(base: type, *mixins: type) -> type:
+    """`base` (TCP, TLS, unix socket) with `mixins` first, made once per combination."""
+    if issubclass(base, _TornDownIsConnectionError):
+        return base
+    bases = (*mixins, _TornDownIsConnectionError, base)
+    if bases not in _CLASSES:
+        _CLASSES[bases] = type(f"Askgate{base.__name__}", bases, {})
+    return _CLASSES[bases]
 
 
 def _pack_with_hiredis(pool: ConnectionPool) -> None:
     """Make the pool's connections pack commands with hiredis (when it is installed; it is
-    a dependency). The pool's own connection class (TCP, TLS, unix socket) is kept."""
-    if not HIREDIS_AVAILABLE:
-        return
-    base = pool.connection_class
-    if base not in _PACKING:
-        _PACKING[base] = type(f"Hiredis{base.__name__}", (_HiredisPacking, base), {})
-    pool.connection_class = _PACKING[base]
+    a dependency) and fail a write on a torn-down connection as a ConnectionError. The
+    pool's own connection class (TCP, TLS, unix socket) is kept."""
+    mixins = (_HiredisPacking,) if HIREDIS_AVAILABLE else ()
+    pool.connection_class = _connection_class(pool.connection_class, *mixins)
 
 
 # redis-py's classes read as Any to mypy (their bases come from untyped modules).
@@ -101,6 +127,15 @@ class ClusterClient(RedisCluster):  # type: ignore[misc]
       caches it there), instead of redis-py's `SCRIPT LOAD` on every primary, which fails
       while any of them is down.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Every node's connections, those of the startup nodes and of the nodes learnt
+        # later (built from the manager's connection_kwargs).
+        params = self.nodes_manager.connection_kwargs
+        params["connection_class"] = _connection_class(params["connection_class"])
+        for node in self.nodes_manager.startup_nodes.values():
+            node.connection_class = _connection_class(node.connection_class)
 
     async def initialize(
         self,
