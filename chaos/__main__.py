@@ -177,7 +177,8 @@ async def run(args: argparse.Namespace) -> int:
     JOURNAL = log_dir / "driver.log"
     cluster: RedisClusterProcess | None = None
     if args.cluster:
-        cluster = RedisClusterProcess(persist=True).start()
+        # Every acknowledged write survives a master's kill -9, as on one Redis here.
+        cluster = RedisClusterProcess(persist=True, fsync="always").start()
         redis = RedisProcess(data_dir=str(log_dir / "jobs-redis"), persist=True, fsync="always")
         redis.start()
         env = base_env(cluster.url, redis.url)

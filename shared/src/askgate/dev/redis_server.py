@@ -256,7 +256,8 @@ class RedisClusterProcess:
     evenly, each master with `replicas` replicas (`nodes`: the masters first, then the
     replicas of master 0, of master 1, …). `kill(i)` / `restart(i)` take one node away
     and bring it back on the same port with its cluster identity (and its data when
-    `persist`); a killed master's replica takes over after node_timeout_ms."""
+    `persist`, with AOF `fsync` as RedisProcess's); a killed master's replica takes over
+    after node_timeout_ms."""
 
     def __init__(
         self,
@@ -265,6 +266,7 @@ class RedisClusterProcess:
         persist: bool = False,
         binary: str | None = None,
         replicas: int = 0,
+        fsync: str = "everysec",
     ) -> None:
         self.binary = binary or newest_redis_server()
         self.masters = masters
@@ -280,6 +282,7 @@ class RedisClusterProcess:
                     port,
                     os.path.join(root, f"node{i}"),
                     persist=persist,
+                    fsync=fsync,
                     binary=self.binary,
                     extra_args=[
                         "--cluster-enabled",
