@@ -34,7 +34,9 @@ class Inbound:
         self.ctx = Context(store, bots, worker, adapter)
         self.dedupe = Dedupe(store.redis, CHANNEL)
         replies = Replies(self.ctx)
-        self.dispatcher = Dispatcher()
+        # No FSM: nothing here keeps conversation state in aiogram (a question's state is
+        # in Redis), so the FSM middleware's storage look-up per update is skipped.
+        self.dispatcher = Dispatcher(disable_fsm=True)
         self.dispatcher.update.outer_middleware(self._once)
         # Commands first: what no command handler takes falls through to the replies.
         self.dispatcher.include_routers(
