@@ -308,6 +308,10 @@ def run_channel(ctx: Context, name: str) -> None:
         result["burst"] = measure_burst(ctx, fig, pool, spec, platform, worker, burst)
     finally:
         pool.close()
+        # The next channel starts from a flushed Redis on idle cores: this channel's
+        # processes (a worker may still be working off the 200/s backlog) stop here.
+        for p in (worker, platform.proc, api):
+            ctx.procs.stop(p)
     fig.data.update(result)
 
 
