@@ -70,9 +70,9 @@ stopped (SIGSTOP), asks are made through the API, the worker is resumed (SIGCONT
 its prompts timed from the resumption to the last one received, after the goal phase
 (once the worker has gone idle, up to 45 s): {rounds} queues of {chunk}, then one queue
 of {burst:,}. CPU is each process's user +
-system seconds over a phase; over the light phase, divided by its asks and summed over
-the processes, it is what one question's round trip costs the machine, and so how many
-cores the goal's rate would keep busy (the figure's ceiling on these 2 cores). Memory:
+system seconds over a phase; divided by the phase's asks and summed over the processes,
+what one question's round trip costs the machine (at the light rate the processes'
+idle upkeep weighs in), and summed as cores busy, how much of the 2 cores the phase used. Memory:
 INFO used_memory before the light phase and after every question of it has ended and
 its prompt been turned into its summary, / asks; the breakdown is MEMORY USAGE per key
 type of everything in Redis then, / questions in Redis, as in the memory figure.
@@ -298,7 +298,6 @@ def run_channel(ctx: Context, name: str) -> None:
                 light_s,
                 10_000,
                 memory=True,
-                goal_rate=rate,
             ),
             "goal": measure_steady(
                 ctx, fig, pool, spec, platform, procs, rate, duration, 100_000, memory=False
@@ -327,10 +326,8 @@ def measure_steady(
     start: int,
     memory: bool,
     label: str = "",
-    goal_rate: float = 0.0,
 ) -> dict[str, Any]:
-    """One open-loop phase; with memory=True also Redis memory per finished question;
-    with goal_rate, what that rate would take in cores at this phase's CPU per question."""
+    """One open-loop phase; with memory=True also Redis memory per finished question."""
     api, worker, fake = procs
     label = f"{spec.name} at {rate:g} asks/s for {duration:g} s" + (f", {label}" if label else "")
     redis = make_redis(ctx.redis_url)
@@ -413,13 +410,12 @@ def measure_steady(
         f"{label}: CPU (cores busy, of 2): " + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items())
     )
     per_q_ms = {k: v * wall / max(1, len(accepted)) * 1000 for k, v in cpu.items()}
-    total_ms = sum(per_q_ms.values())
-    if goal_rate and accepted:
+    if accepted:
         fig.note(
-            f"{label}: CPU per question, every process of the round trip: {total_ms:.1f} ms ("
+            f"{label}: CPU per question, every process of the round trip (idle upkeep over "
+            f"the phase included): {sum(per_q_ms.values()):.1f} ms ("
             + ", ".join(f"{k} {v:.1f}" for k, v in per_q_ms.items())
-            + f"); {goal_rate:g} asks/s at this cost would keep "
-            f"{total_ms * goal_rate / 1000:.2f} cores busy, of this machine's 2"
+            + f"); all processes together kept {sum(cpu.values()):.2f} of the 2 cores busy"
         )
     if errors:
         kinds = Counter(f"{e.get('event')}: {e.get('error')}" for e in errors)
