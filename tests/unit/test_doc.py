@@ -5,17 +5,10 @@ from __future__ import annotations
 import pytest
 from askgate.store.doc import CHUNK, DOC_VERSION, decode_doc, doc_fields, encode_doc, split_doc
 
-QUESTIONS = [
-    {
-        "id": "deploy_target",
-        "header": "Deploy",
-        "question": "Where should I deploy this build?",
-        "options": [
-            {"label": "Staging (Recommended)", "description": "Safe, reversible"},
-            {"label": "Production"},
-        ],
-    }
-]
+from tests.support.asks import ask_body
+
+# The README example's questions, as a stored doc keeps them.
+QUESTIONS = ask_body()["questions"]
 TARGETS = [{"channel": "telegram", "chat_id": "42"}]
 
 
