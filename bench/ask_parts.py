@@ -133,10 +133,11 @@ What bounds the ratio: the baselines are an ask's Redis work and nothing else (t
 scripts through redis-py, request and reply), so 0.8× the plain-ASGI baseline leaves
 askgate a quarter of that work's CPU for everything of its own; the notes put numbers on
 both for this run. Validating the ask (the contract's shape and the rules behind every
-422), the resource it answers with, and the rest each take about as much as that whole
-allowance or more, so the goal needs askgate's own work cut to a fraction of today's
-rather than a hot spot moved, and neither validation nor the resource can go without
-changing what the API checks or answers.
+422) takes more than that whole allowance on its own, and so does the rest of askgate's
+own work; the resource it answers with takes about half of it. So the goal needs
+askgate's own work cut to a fifth of today's or less rather than a hot spot moved, and
+neither validation nor the resource can go without changing what the API checks or
+answers.
 """
 
 
