@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from tests.support.asks import Tenant
+from tests.support.asks import Tenant, ask_body
 from tests.support.waiting import eventually
 
 
@@ -16,6 +16,20 @@ class AgentSide:
 
     api: httpx.AsyncClient
     tenant: Tenant
+
+    async def ask_to(
+        self,
+        own: dict[str, Any],
+        session: str,
+        targets: list[dict[str, Any]] | None,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        """The README example ask for `session`, shown on `targets`, else on the channel's
+        `own` target; the 201's resource."""
+        body = ask_body(session, targets=targets or [own], **extra)
+        r = await self.api.post("/v1/questions", json=body, headers=self.tenant.headers)
+        assert r.status_code == 201, r.text
+        return dict(r.json())
 
     async def question(self, qid: str) -> dict[str, Any]:
         r = await self.api.get(f"/v1/questions/{qid}", headers=self.tenant.headers)

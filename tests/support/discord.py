@@ -17,7 +17,7 @@ from nacl.signing import SigningKey
 from redis.asyncio import Redis
 
 from tests.integration.discord.fake_discord import FakeDiscord, Msg
-from tests.support.asks import SECRET, Tenant, ask_body
+from tests.support.asks import SECRET, Tenant
 from tests.support.channel_harness import AgentSide
 from tests.support.http import local_client
 from tests.support.waiting import eventually
@@ -102,10 +102,7 @@ class Harness(AgentSide):
         **extra: Any,
     ) -> dict[str, Any]:
         dc = {"channel": "discord", "channel_id": channel_id, **(target or {})}
-        body = ask_body(session, targets=targets or [dc], **extra)
-        r = await self.api.post("/v1/questions", json=body, headers=self.tenant.headers)
-        assert r.status_code == 201, r.text
-        return dict(r.json())
+        return await self.ask_to(dc, session, targets, **extra)
 
     async def prompt(self, channel_id: str = CHANNEL) -> Msg:
         """The prompt shown in the channel (the first message there)."""

@@ -17,7 +17,7 @@ from redis.asyncio import Redis
 from slack_sdk.signature import SignatureVerifier
 
 from tests.integration.slack.fake_slack import TOKEN, FakeSlack, Msg
-from tests.support.asks import SECRET, Tenant, ask_body
+from tests.support.asks import SECRET, Tenant
 from tests.support.channel_harness import AgentSide
 from tests.support.clock import FakeClock
 from tests.support.http import local_client
@@ -85,10 +85,7 @@ class Harness(AgentSide):
         **extra: Any,
     ) -> dict[str, Any]:
         slack = {"channel": "slack", "channel_id": channel_id, **(target or {})}
-        body = ask_body(session, targets=targets or [slack], **extra)
-        r = await self.api.post("/v1/questions", json=body, headers=self.tenant.headers)
-        assert r.status_code == 201, r.text
-        return dict(r.json())
+        return await self.ask_to(slack, session, targets, **extra)
 
     async def prompt(self, channel: str = ROOM, n: int = 1) -> Msg:
         """The n-th prompt (a bot message with controls) in the conversation."""

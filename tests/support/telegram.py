@@ -12,7 +12,7 @@ from askgate_telegram.service import TelegramService
 from redis.asyncio import Redis
 
 from tests.integration.telegram.fake_bot_api import FakeBotAPI, Msg
-from tests.support.asks import SECRET, Tenant, ask_body
+from tests.support.asks import SECRET, Tenant
 from tests.support.channel_harness import AgentSide
 from tests.support.http import local_client
 from tests.support.waiting import eventually
@@ -69,10 +69,7 @@ class Harness(AgentSide):
         **extra: Any,
     ) -> dict[str, Any]:
         tg = {"channel": "telegram", "chat_id": str(chat_id), **(target or {})}
-        body = ask_body(session, targets=targets or [tg], **extra)
-        r = await self.api.post("/v1/questions", json=body, headers=self.tenant.headers)
-        assert r.status_code == 201, r.text
-        return dict(r.json())
+        return await self.ask_to(tg, session, targets, **extra)
 
     async def prompt(self, chat_id: int = PRIVATE, n: int = 1) -> Msg:
         """The n-th prompt (a bot message with a keyboard) shown in the chat."""
