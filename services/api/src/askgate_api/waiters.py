@@ -32,7 +32,7 @@ import structlog
 from askgate.domain.errors import Unavailable
 from askgate.domain.status import Status
 from askgate.store import keys
-from askgate.store.conn import DRIVER
+from askgate.store.conn import node_client
 from askgate.store.record import Record
 from askgate.store.store import Store
 from redis.asyncio import Redis
@@ -253,14 +253,7 @@ class ShardedWaiters(Waiters):
         until the node drops one (its slot moved: the supervisor re-reads the map) or
         fails (retried here after a pause, and the map re-read too)."""
         while True:
-            client = Redis(
-                host=node[0],
-                port=node[1],
-                socket_connect_timeout=1.0,
-                socket_timeout=None,
-                max_connections=2,
-                driver_info=DRIVER,
-            )
+            client = node_client(node[0], node[1], max_connections=2, socket_timeout_s=None)
             pubsub = client.pubsub()
             try:
                 for shard in sorted(shards):

@@ -252,6 +252,23 @@ def connect_pubsub(url: str, *, socket_timeout_s: float | None = None) -> Redis:
     return client
 
 
+def node_client(
+    host: str, port: int, *, max_connections: int, socket_timeout_s: float | None = 5.0
+) -> Redis:
+    """A plain client of one cluster node (WAIT after a write on it, SSUBSCRIBE to its
+    shards' channels), with the connection class every other client has."""
+    client = Redis(
+        host=host,
+        port=port,
+        socket_connect_timeout=1.0,
+        socket_timeout=socket_timeout_s,
+        max_connections=max_connections,
+        driver_info=DRIVER,
+    )
+    _pack_with_hiredis(client.connection_pool)
+    return client
+
+
 def cluster_enabled(url: str, *, timeout_s: float = 2.0) -> bool | None:
     """Whether the Redis at `url` runs in cluster mode; None when it cannot be reached."""
     client = redis_sync.Redis.from_url(

@@ -257,13 +257,7 @@ class Store(Queries):
 
     @staticmethod
     def _node_client(host: str, port: int) -> Redis:
-        return Redis(
-            host=host,
-            port=int(port),
-            socket_connect_timeout=1.0,
-            max_connections=32,
-            driver_info=conn.DRIVER,
-        )
+        return conn.node_client(host, int(port), max_connections=32, socket_timeout_s=None)
 
     async def aclose(self) -> None:
         """Close the clients the store opened itself (the WAIT path's, per cluster node);
