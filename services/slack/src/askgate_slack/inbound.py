@@ -40,12 +40,7 @@ from askgate_slack.client import CHANNEL, Call, Workspace, Workspaces, call
 
 log = structlog.get_logger("askgate.slack")
 
-# 429s in a row one message to a person absorbs before it is dropped (logged).
-Reply = dict[str, Any] | None
-# A thread reply whose parent is not a recorded prompt is looked up in Slack only when
-# the parent is this young (its ts is its time): a prompt's post, its confirm and a
-# dead sender's lease (the kit's 60 s) all fall within it; older threads are not ours.
-UNRECORDED_WINDOW_S = 180.0  # a view_submission's response body (None: close the modal)
+Reply = dict[str, Any] | None  # a view_submission's response body (None: close the modal)
 
 
 def unescape(text: str) -> str:
@@ -63,6 +58,13 @@ class Inbound:
         self.workspaces = workspaces
         self.worker = worker
         self.prompts = worker.prompts
+        # A thread reply whose parent is not a recorded prompt is looked up in Slack only
+        # when the parent is this young (its ts is its time): a prompt's post and its
+        # confirm, or a dead sender's lease running out and the prompt found again, fall
+        # within it; older threads are not ours.
+        self.unrecorded_window_s = (
+            worker.policy.lease_ms / 1000 + 2 * workspaces.settings.slack_request_timeout_s
+        )
         self.answering = Answering(store)
         self.dedupe = Dedupe(store.redis, CHANNEL)
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -319,12 +321,12 @@ class Inbound:
         recorded yet (the person was quicker than Slack's answer to the post, or the
         worker died before it): the thread's parent, read back from Slack, carries the
         prompt's metadata naming its question and target. Only for a young thread
-        (UNRECORDED_WINDOW_S), so other talk in threads costs no Slack call."""
+        (unrecorded_window_s), so other talk in threads costs no Slack call."""
         try:
             age_s = time.time() - float(thread)
         except ValueError:
             return None
-        if not -60 < age_s < UNRECORDED_WINDOW_S:
+        if not -60 < age_s < self.unrecorded_window_s:
             return None
         try:
             me = await self.workspaces.identity(ws)
