@@ -112,3 +112,73 @@ async def test_the_waiters_use_sharded_pubsub_where_redis_has_it(
         assert (int(subs[0]["psub"]), int(subs[0].get("ssub", 0))) == (1, 0)
     else:
         assert (int(subs[0]["psub"]), int(subs[0]["ssub"])) == (0, 64)
+
+
+class Proxy:
+    """A TCP proxy in front of a Redis that can cut every connection through it and hold
+    new ones back (accepted, not yet forwarded) until let through."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.open = asyncio.Event()
+        self.open.set()
+        self._ends: set[asyncio.StreamWriter] = set()
+        self._server: asyncio.Server | None = None
+
+    async def start(self) -> str:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return f"redis://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+
+    def cut(self) -> None:
+        for end in self._ends:
+            end.transport.abort()
+        self._ends.clear()
+
+    async def stop(self) -> None:
+        self.cut()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await self.open.wait()
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.port)
+        self._ends |= {writer, up_writer}
+        await asyncio.gather(
+            _pump(reader, up_writer), _pump(up_reader, writer), return_exceptions=True
+        )
+
+
+async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    while data := await reader.read(65536):
+        writer.write(data)
+        await writer.drain()
+    writer.close()
+
+
+async def test_an_end_while_the_subscription_was_cut_still_wakes_its_waiter(
+    server: RedisProcess, parked: tuple[Store, Waiters, str]
+) -> None:
+    """When the waiters' subscription is cut (a client kill, a pub/sub buffer limit, a
+    network blip) and a question ends before it is made again, its waiter returns the
+    answer at once (every waiter re-reads what may have ended meanwhile), not at the end
+    of its wait, though Redis itself never went away."""
+    store, _, tenant = parked
+    proxy = Proxy(server.port)
+    waiters = Waiters(connect_pubsub(await proxy.start()))
+    await waiters.start()
+    try:
+        assert waiters.ready.is_set()
+        qid = await ask(store, tenant, "cut")
+        wait = asyncio.create_task(wait_final(store, waiters, tenant, qid, 30))
+        await eventually(lambda: waiters.waiting(qid), "the waiter to park")
+        proxy.open.clear()
+        proxy.cut()
+        await store.answer(tenant, qid, {"deploy_target": ["Production"]})
+        proxy.open.set()
+        rec = await asyncio.wait_for(wait, 10)
+        assert rec.status == "answered"
+    finally:
+        await waiters.stop()
+        await waiters._redis.aclose()
+        await proxy.stop()

@@ -253,7 +253,9 @@ class ShardedWaiters(Waiters):
         until the node drops one (its slot moved: the supervisor re-reads the map) or
         fails (retried here after a pause, and the map re-read too)."""
         while True:
-            client = node_client(node[0], node[1], max_connections=2, socket_timeout_s=None)
+            client = node_client(
+                node[0], node[1], max_connections=2, socket_timeout_s=None, subscriber=True
+            )
             pubsub = client.pubsub()
             try:
                 for shard in sorted(shards):

@@ -238,25 +238,43 @@ def connect_sync(
     )
 
 
+# For a subscriber: when its connection drops, redis-py reconnects once inside the read
+# and subscribes again; with retries it would then read on as if nothing had happened,
+# and whatever was published while it was away would be missed without a word. With none
+# the drop reaches the subscriber's owner, who knows what to re-read (the API's waiters).
+SUBSCRIBER_RETRY = Retry(NoBackoff(), 0)
+
+
 def connect_pubsub(url: str, *, socket_timeout_s: float | None = None) -> Redis:
     """A plain client for classic pub/sub on the node `url` names. On a cluster too: a
-    `PUBLISH` on any node reaches the subscribers of every node over the cluster bus."""
+    `PUBLISH` on any node reaches the subscribers of every node over the cluster bus.
+    A dropped connection is raised to the subscriber (SUBSCRIBER_RETRY)."""
     client = Redis.from_url(
         url,
         socket_connect_timeout=1.0,
         socket_timeout=socket_timeout_s,
         max_connections=4,
         driver_info=DRIVER,
+        retry=SUBSCRIBER_RETRY,
     )
     _pack_with_hiredis(client.connection_pool)
     return client
 
 
 def node_client(
-    host: str, port: int, *, max_connections: int, socket_timeout_s: float | None = 5.0
+    host: str,
+    port: int,
+    *,
+    max_connections: int,
+    socket_timeout_s: float | None = 5.0,
+    subscriber: bool = False,
 ) -> Redis:
     """A plain client of one cluster node (WAIT after a write on it, SSUBSCRIBE to its
-    shards' channels), with the connection class every other client has."""
+    shards' channels), with the connection class every other client has. A `subscriber`'s
+    dropped connection is raised to it (SUBSCRIBER_RETRY; redis-py would otherwise
+    subscribe again to all its shard channels in one SSUBSCRIBE, which a cluster refuses
+    across slots: the drop then surfaced as a misleading CROSSSLOT error)."""
+    retry = {"retry": SUBSCRIBER_RETRY} if subscriber else {}
     client = Redis(
         host=host,
         port=port,
@@ -264,6 +282,7 @@ def node_client(
         socket_timeout=socket_timeout_s,
         max_connections=max_connections,
         driver_info=DRIVER,
+        **retry,
     )
     _pack_with_hiredis(client.connection_pool)
     return client
