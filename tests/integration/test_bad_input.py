@@ -69,6 +69,20 @@ async def test_body_over_the_limit_is_413(
     assert err["code"] == "body_too_large" and str(LIMIT) in err["message"]
 
 
+async def test_wait_with_a_body_over_the_limit_is_413(
+    app_client: httpx.AsyncClient, tenant: Tenant
+) -> None:
+    """A GET /wait that sends a body is refused over the limit like any other request."""
+    qid = await pending(app_client, tenant, session="wait-body")
+    r = await app_client.request(
+        "GET",
+        f"/v1/questions/{qid}/wait?timeout_s=0",
+        content=b"x" * (LIMIT + 1),
+        headers=tenant.headers,
+    )
+    assert error_of(r, 413)["code"] == "body_too_large"
+
+
 async def test_chunked_body_over_the_limit_is_413(
     app_client: httpx.AsyncClient, tenant: Tenant
 ) -> None:
