@@ -7,10 +7,19 @@ import json
 
 import pytest
 
+from tests.integration.telegram.fake_bot_api import Msg
 from tests.support.telegram import ADA, GROUP, PRIVATE, Harness
 from tests.support.waiting import eventually
 
 OTHER_BOT = "/skip@some_other_bot"
+
+
+async def seen(tg: Harness, qid: str) -> Msg:
+    """The prompt once the worker has recorded it: it reaches the platform a moment
+    before, and a person reads it before typing /pending."""
+    prompt = await tg.prompt()
+    await tg.delivered(qid)
+    return prompt
 
 
 def with_language(user: dict[str, object], code: str | None) -> dict[str, object]:
@@ -63,8 +72,8 @@ async def test_pending_with_nothing_waiting_says_so(tg: Harness) -> None:
 
 async def test_pending_shows_the_question_again_with_its_keyboard(tg: Harness) -> None:
     """/pending sends the waiting question again, with the same text and buttons."""
-    await tg.ask()
-    prompt = await tg.prompt()
+    q = await tg.ask()
+    prompt = await seen(tg, q["id"])
     await tg.post(tg.fake.text(PRIVATE, "/pending", ADA))
     copy = await tg.prompt(n=2)
     assert copy.buttons == prompt.buttons
@@ -75,7 +84,7 @@ async def test_pending_leaves_the_ledger_and_both_become_the_summary(tg: Harness
     """A prompt shown again is not a delivery (the ledger keeps the first message), and
     when the question ends both messages turn into the summary."""
     q = await tg.ask()
-    prompt = await tg.prompt()
+    prompt = await seen(tg, q["id"])
     await tg.post(tg.fake.text(PRIVATE, "/pending", ADA))
     copy = await tg.prompt(n=2)
     delivery = await tg.delivered(q["id"])
@@ -92,7 +101,7 @@ async def test_pending_leaves_the_ledger_and_both_become_the_summary(tg: Harness
 async def test_reply_to_the_copy_answers(tg: Harness) -> None:
     """A reply to the prompt shown again answers like a reply to the prompt."""
     q = await tg.ask()
-    await tg.prompt()
+    await seen(tg, q["id"])
     await tg.post(tg.fake.text(PRIVATE, "/pending", ADA))
     copy = await tg.prompt(n=2)
     await tg.post(tg.fake.text(PRIVATE, "staging", ADA, reply_to=copy))
@@ -113,7 +122,7 @@ async def test_pending_keeps_the_ticks_made_so_far(tg: Harness) -> None:
             }
         ]
     )
-    prompt = await tg.prompt()
+    prompt = await seen(tg, q["id"])
     await tg.post(tg.fake.tap(prompt, f"ag:{q['id']}:0:t1", ADA))
     await tg.post(tg.fake.text(PRIVATE, "/pending", ADA))
     copy = await tg.prompt(n=2)

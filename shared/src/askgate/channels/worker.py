@@ -281,12 +281,16 @@ class ChannelWorker:
                     rec, index, owner=self.owner, error="internal error", max_claims=p.max_claims
                 )
                 raise
-            settled = await self.ledger.confirm(rec, index, owner=self.owner, ref=sent.ref)
-            if not settled.ok:
-                bound.warning("prompt.claim_lost", state=settled.state)
+            # Known at its destination before the ledger says delivered: a worker that
+            # dies between the two leaves the delivery claimed (taken over, found again or
+            # assumed shown) rather than delivered and unknown in the chat, where a plain
+            # message or /pending would not find it.
             await self.prompts.remember(
                 rec.tenant, sent.destination or destination, rec.id, index, sent.message
             )
+            settled = await self.ledger.confirm(rec, index, owner=self.owner, ref=sent.ref)
+            if not settled.ok:
+                bound.warning("prompt.claim_lost", state=settled.state)
             bound.info("prompt.sent", attempt=claim.attempt)
             return
 
