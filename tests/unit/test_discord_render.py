@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 
-import httpx
 import pytest
 from askgate.domain.errors import PermanentError, ThrottledError, TransientError
 from askgate.domain.models import QuestionIn
@@ -72,14 +71,15 @@ def test_modal_has_one_text_input_per_question_within_45_characters() -> None:
     assert not any(i["required"] for i in inputs)
 
 
-def response(status: int, body: bytes, **headers: str) -> httpx.Response:
-    return httpx.Response(status, content=body, headers=headers)
+def response(status: int, body: bytes, **headers: str) -> tuple[int, bytes, str | None]:
+    """A REST answer as the client hands it to error_of: status, body, Retry-After."""
+    return status, body, headers.get("Retry-After")
 
 
 def test_429_waits_the_bodys_retry_after() -> None:
     """A 429 is ThrottledError with the body's retry_after, in seconds."""
     err = error_of(
-        response(
+        *response(
             429,
             b'{"message": "rate limited", "retry_after": 2.5, "global": false}',
             **{"Retry-After": "3"},
@@ -101,7 +101,7 @@ def test_429_waits_the_bodys_retry_after() -> None:
 )
 def test_rest_answers_map_to_the_kits_errors(status: int, body: bytes, kind: type) -> None:
     """5xx and error pages may pass later; Discord's refusals cannot."""
-    err = error_of(response(status, body))
+    err = error_of(*response(status, body))
     assert type(err) is kind
     assert not isinstance(err, ThrottledError)
 
