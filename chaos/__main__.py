@@ -69,11 +69,13 @@ def base_env(redis_url: str, jobs_url: str = "") -> dict[str, str]:
     }
 
 
-def stack_components(env: dict[str, str], log_dir: Path) -> tuple[list[Component], list[str]]:
+def stack_components(
+    env: dict[str, str], log_dir: Path, apis: int = 2, sweepers: int = 2, webhook_workers: int = 2
+) -> tuple[list[Component], list[str]]:
     """The APIs, sweepers and webhooks service (not started yet) and the APIs' URLs."""
     procs: list[Component] = []
     urls = []
-    for i in range(2):
+    for i in range(apis):
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         urls.append(url)
@@ -86,7 +88,7 @@ def stack_components(env: dict[str, str], log_dir: Path) -> tuple[list[Component
                 ready_url=url + "/readyz",
             )
         )
-    for i in range(2):
+    for i in range(sweepers):
         procs.append(Component(f"sweeper{i}", "askgate_sweeper", env, log_dir))
     procs.append(
         Component(
@@ -94,7 +96,7 @@ def stack_components(env: dict[str, str], log_dir: Path) -> tuple[list[Component
             "askgate_webhooks",
             {
                 **env,
-                "ASKGATE_WEBHOOK_WORKERS": "2",
+                "ASKGATE_WEBHOOK_WORKERS": str(webhook_workers),
                 "ASKGATE_WEBHOOK_TIMEOUT_S": "2",
                 "ASKGATE_WEBHOOK_BACKOFF_S": "0.2",
                 "ASKGATE_WEBHOOK_BACKOFF_MAX_S": "2",
@@ -199,7 +201,7 @@ async def run(args: argparse.Namespace) -> int:
         tenant, key = await create_tenant(client, "chaos", max_pending=10**6, asks_per_s=10**6)
         # The receivers are local: this tenant's own allow-list opens loopback for it.
         await set_outbound_allow(client, tenant.id, "127.0.0.0/8")
-        procs, urls = stack_components(env, log_dir)
+        procs, urls = stack_components(env, log_dir, args.apis, args.sweepers, args.webhook_workers)
         stack = Stack(
             env,
             log_dir,
@@ -299,6 +301,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--cluster", action="store_true", help="on a local 3-master Redis Cluster")
     parser.add_argument("--replicas", type=int, default=1, help="processes per channel worker")
+    parser.add_argument("--apis", type=int, default=2, help="API processes")
+    parser.add_argument("--sweepers", type=int, default=2, help="sweeper processes")
+    parser.add_argument(
+        "--webhook-workers", type=int, default=2, help="the webhooks service's RQ workers"
+    )
     parser.add_argument("--report", default="", help="write the report there (markdown)")
     args: Any = parser.parse_args(argv)
     configure_logging("warning", False)

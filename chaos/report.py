@@ -8,6 +8,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+WORDS = {1: "one", 2: "two", 3: "three"}
+
+
+def many(n: int, one: str, more: str) -> str:
+    """`many(2, "sweeper", "sweepers")` is "two sweepers"."""
+    return f"{WORDS.get(n, str(n))} {one if n == 1 else more}"
+
+
 # The figures that must be zero for the run to pass.
 MUST_BE_ZERO = [
     "lost (not final)",
@@ -110,9 +118,12 @@ def render(
         "docs/reliability-cluster.md: a master is killed instead of the one Redis, and",
         "Telegram's workers take webhooks, as replicas must).",
         "",
-        "A mixed workload runs against the whole stack as processes (two API processes, two",
-        "sweepers, the webhooks service with two RQ workers, the text, Telegram, Slack and",
-        "Discord channel workers, Redis with `appendfsync always`) while a driver kills one",
+        "A mixed workload runs against the whole stack as processes ("
+        + f"{many(args.get('apis', 2), 'API process', 'API processes')}, "
+        + f"{many(args.get('sweepers', 2), 'sweeper', 'sweepers')}, the webhooks service with "
+        + f"{many(args.get('webhook_workers', 2), 'RQ worker', 'RQ workers')},",
+        "the text, Telegram, Slack and Discord channel workers, Redis with",
+        "`appendfsync always`) while a driver kills one",
         "of them with SIGKILL at random, waits a moment and starts it again (the webhooks'",
         "RQ workers are restarted by their own supervisor); Redis is killed and restarted",
         "on its append-only file every 15-30 s. Each chat worker talks to the tests' fake",
