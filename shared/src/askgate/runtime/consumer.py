@@ -2,10 +2,11 @@
 
 It creates the consumer group on every shard's stream idempotently, reads new entries
 with XREADGROUP (bounded block), reclaims entries a dead consumer left pending with
-XAUTOCLAIM, and XACKs an entry only after its handler returned. On one Redis one blocking
-read covers every shard's stream; on a Redis Cluster, where a command's keys must share a
-slot, there is one reader per shard stream (`conn.read_groups`), each holding one
-connection while it blocks, so a consumer holds at most SHARDS connections for reading.
+XAUTOCLAIM, and XACKs an entry only after its handler returned (the entries finished
+meanwhile in one round trip). On one Redis one blocking read covers every shard's
+stream; on a Redis Cluster, where a command's keys must share a slot, there is one reader
+per shard stream (`conn.read_groups`), each holding one connection while it blocks, so a
+consumer holds at most SHARDS connections for reading.
 Entries of one question are handled in order; different questions concurrently, up to
 `max_in_flight` at once, and the readers keep reading while handlers run: one slow
 handler holds only its own question's entries. A worker implements only `handle(event)`.
@@ -97,6 +98,9 @@ class StreamConsumer:
         # (stream, entry id) taken and not yet done: ids repeat across streams (two shards
         # may each get `<ms>-0` in the same millisecond).
         self._in_flight: set[tuple[str, str]] = set()
+        # Entries handled and not yet acknowledged, by stream, and the task sending them.
+        self._acks: dict[str, list[str]] = {}
+        self._acking: asyncio.Task[None] | None = None
 
     @property
     def in_flight(self) -> int:
@@ -139,6 +143,7 @@ class StreamConsumer:
             # Each reader ends after its current read (at most block_ms).
             await asyncio.gather(*readers, return_exceptions=True)
             await self.drain()
+            await self.acked()
         log.info("consumer.stopped", channel=self.channel, consumer=self.consumer)
 
     async def _read_loop(self, streams: list[str], stop: asyncio.Event) -> None:
@@ -202,6 +207,7 @@ class StreamConsumer:
         tasks = [self._tasks[q] for q in {ev.question_id for ev in events} if q in self._tasks]
         if tasks:
             await asyncio.wait(tasks)
+        await self.acked()
 
     async def read(self, count: int | None = None, streams: list[str] | None = None) -> list[Event]:
         """New entries of `streams` (default: every shard's, which on a cluster only one
@@ -330,9 +336,35 @@ class StreamConsumer:
                 error=str(exc),
             )
             return False
-        with contextlib.suppress(RedisError, OSError):
-            await self.redis.xack(ev.stream, self.group, ev.entry_id)
+        self._acks.setdefault(ev.stream, []).append(ev.entry_id)
+        if self._acking is None:
+            self._acking = asyncio.create_task(self._send_acks())
         return True
+
+    async def _send_acks(self) -> None:
+        """XACK what the handlers finished, in one round trip: what finishes while one is
+        on its way goes in the next (a round trip costs the worker more CPU than most of
+        a handler's own work). An ack that fails leaves its entry pending: reclaimed and
+        handled again, as when the process dies before acking."""
+        try:
+            while self._acks:
+                acks, self._acks = self._acks, {}
+                with contextlib.suppress(RedisError, OSError):
+                    if len(acks) == 1:
+                        [(stream, ids)] = acks.items()
+                        await self.redis.xack(stream, self.group, *ids)
+                    else:
+                        pipe = self.redis.pipeline(transaction=False)
+                        for stream, ids in acks.items():
+                            pipe.xack(stream, self.group, *ids)
+                        await pipe.execute()
+        finally:
+            self._acking = None
+
+    async def acked(self) -> None:
+        """Until every handled entry's XACK has been sent."""
+        while self._acking is not None:
+            await asyncio.shield(self._acking)
 
     def _event(
         self, stream: bytes | str, entry_id: bytes | str, fields: dict[bytes, bytes]
