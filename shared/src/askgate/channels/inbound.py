@@ -313,7 +313,7 @@ class Answering:
         target: int | None = None,
     ) -> Outcome:
         try:
-            done = await self.store.answer(rec.tenant, rec.id, answers, responder, target=target)
+            done = await self.store.apply_answer(rec, answers, responder, target=target)
         except AlreadyFinal as exc:
             return _final(exc, rec)
         except IncompleteAnswer as exc:

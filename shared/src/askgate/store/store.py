@@ -362,6 +362,19 @@ class Store(Queries):
         """Answer with labels or free text per question id. After the end the answer is
         checked all the same and, if the question ended without one, kept as late."""
         rec = await self.get(tenant, question_id)
+        return await self.apply_answer(rec, answers, responder, target=target)
+
+    async def apply_answer(
+        self,
+        rec: Record,
+        answers: Mapping[str, list[str] | str],
+        responder: Responder | None = None,
+        *,
+        target: int | None = None,
+    ) -> Record:
+        """`answer` to a question already read (a chat worker has it from the tap): the
+        final transition's script still decides, so one that ended since is refused (and
+        its answer kept as late) as there."""
         if rec.status != Status.PENDING:
             try:
                 late = canonical_answers(rec.questions, answers, rec.locale)
