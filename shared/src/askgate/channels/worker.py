@@ -187,19 +187,26 @@ class ChannelWorker:
             *(self._deliver(rec, i, tg) for i, tg in targets), return_exceptions=True
         )
         # The question may have ended while we were sending: its resolved event found
-        # no prompt of ours yet, so make sure ours show the summary.
-        rec = await self.store.load(question_id)
-        if rec is not None and not rec.pending:
-            await self._finalise(rec)
-        later = [i for (i, _), out in zip(targets, outcomes, strict=True) if out is not None]
+        # no prompt of ours yet, so make sure ours show the summary. Not when each was
+        # confirmed while the question was still pending: an end after that finds them.
+        if not outcomes or not all(out is True for out in outcomes):
+            rec = await self.store.load(question_id)
+            if rec is not None and not rec.pending:
+                await self._finalise(rec)
+        later = [
+            i
+            for (i, _), out in zip(targets, outcomes, strict=True)
+            if isinstance(out, BaseException)
+        ]
         for out in outcomes:
             if isinstance(out, BaseException) and not isinstance(out, Later):
                 raise out
         if later:
             raise RetryLater(f"{question_id}: {self.channel} targets {later} later")
 
-    async def _deliver(self, rec: Record, index: int, target: Target) -> None:
-        """Show one target's prompt, or settle it as failed. Raises Later to leave it."""
+    async def _deliver(self, rec: Record, index: int, target: Target) -> bool:
+        """Show one target's prompt, or settle it as failed. Raises Later to leave it.
+        True when this call confirmed it shown while the question was still pending."""
         p = self.policy
         bound = log.bind(question_id=rec.id, tenant=rec.tenant, channel=self.channel, target=index)
         destination = self.adapter.destination(rec, target)
@@ -219,9 +226,9 @@ class ChannelWorker:
             if claim.outcome == "assumed":
                 bound.warning("prompt.assumed_shown", why="the sending worker stopped")
                 await self.prompts.remember(rec.tenant, destination, rec.id, index)
-                return
+                return False
             if claim.outcome != "claimed":
-                return  # delivered, failed, or the question ended or is gone
+                return False  # delivered, failed, or the question ended or is gone
             try:
                 async with self._slots:
                     sent = await self._show(rec, index, target, claim.attempt)
@@ -245,7 +252,7 @@ class ChannelWorker:
                 bound.warning(
                     "prompt.failed", error=exc.message, question_ended=done.question_ended
                 )
-                return
+                return False
             except TransientError as exc:
                 if exc.maybe_sent and self.adapter.stale_policy == StalePolicy.ASSUME_SHOWN:
                     # No idempotency key on this platform: a resend could show it twice.
@@ -254,7 +261,7 @@ class ChannelWorker:
                     )
                     await self.prompts.remember(rec.tenant, destination, rec.id, index)
                     bound.warning("prompt.in_doubt", error=exc.message)
-                    return
+                    return False
                 if exc.retry_after_s:
                     self.gate.block(destination, exc.retry_after_s or 0.0)
                 settled = await self.ledger.release(
@@ -267,7 +274,7 @@ class ChannelWorker:
                         tries=claim.attempt,
                         question_ended=settled.question_ended,
                     )
-                    return
+                    return False
                 bound.info("prompt.retry", error=exc.message, tries=claim.attempt)
                 if tries >= len(p.retry_delays_s):
                     raise Later() from exc
@@ -292,7 +299,7 @@ class ChannelWorker:
             if not settled.ok:
                 bound.warning("prompt.claim_lost", state=settled.state)
             bound.info("prompt.sent", attempt=claim.attempt)
-            return
+            return settled.ok and settled.question_pending
 
     async def _show(self, rec: Record, index: int, target: Target, attempt: int) -> SentPrompt:
         """Send the prompt; where the platform can be asked, a try after the first (an

@@ -55,6 +55,9 @@ class Settled:
     ok: bool  # False: the claim was not ours any more, or the state did not allow it
     state: str  # the target's state now (failed when a hand-back used the last try)
     question_ended: bool = False  # this failure ended the question (delivery_failed)
+    # The question was still pending once this was settled: a confirmed prompt of a
+    # question that ends later is found delivered by that end's finalisation.
+    question_pending: bool = False
 
 
 def watch_member(question_id: str, index: int, channel: str) -> str:
@@ -169,7 +172,7 @@ class Ledger:
         if reply[0] != b"ok":
             current = reply[1].decode() if len(reply) > 1 else "missing"
             return Settled(False, current)
-        return Settled(True, reply[1].decode(), reply[2] == b"1")
+        return Settled(True, reply[1].decode(), reply[2] == b"1", reply[3] == b"pending")
 
     async def confirm(self, rec: Record, index: int, *, owner: str, ref: dict[str, Any]) -> Settled:
         """The platform has the prompt: sending → delivered with its message ref."""

@@ -387,7 +387,8 @@ SETTLE = (
 -- ARGV[12] going back to pending: claims allowed before the target fails (0 = no limit)
 -- ARGV[13] the failed JSON used then  ARGV[14] '1' when this claim does not count (the
 --          platform said "later", e.g. a 429)   ARGV[15] a failure's error class
--- Returns {'ok', state, ended ('1'|'0')} | {'conflict', current state} | {'missing'}
+-- Returns {'ok', state, ended ('1'|'0'), the question's status after it}
+--       | {'conflict', current state} | {'missing'}
 local G = group(4, #KEYS - 10)
 local i, state = ARGV[2], ARGV[3]
 local cur = redis.call('HGET', G.q, 'ds:' .. i)
@@ -414,7 +415,7 @@ if state == 'pending' then
 end
 local ended = settle(G, KEYS[1], KEYS[3], ARGV[1], i, state, doc, ARGV[7],
                      ARGV[8], ARGV[9], ARGV[10], ARGV[11], KEYS[2], ARGV[15])
-return {'ok', state, ended}
+return {'ok', state, ended, redis.call('HGET', G.q, 'status') or ''}
 """
 )
 
