@@ -30,16 +30,20 @@ from redis.asyncio.cluster import RedisCluster
 from tests.support.asks import Tenant, make_settings
 from tests.support.clusters import Spares
 from tests.support.databases import DATABASES, SHARED_DB, own_database, start_redis
+from tests.support.lanes import lanes
 
 # Fixtures whose processes live for the whole session on SHARED_DB.
 SESSION_SERVICES = frozenset({"api_server", "web_server"})
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         for layer in ("unit", "integration", "e2e"):
             if f"tests/{layer}/" in str(item.path).replace("\\", "/"):
                 item.add_marker(getattr(pytest.mark, layer))
+    # Every xdist worker collects and orders the same way (tests/support/lanes.py).
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    items[:] = lanes(items, int(workers))
 
 
 @pytest.fixture(scope="session")
