@@ -104,9 +104,19 @@ class PromptIndex:
 
     async def extras(self, question_id: str) -> list[ExtraMessage]:
         """The question's extra messages not yet finalised, oldest message first."""
-        raw = await self.redis.smembers(keys.prompt_extras(self.channel, question_id))
-        found = [ExtraMessage(*orjson.loads(m)) for m in raw]
-        return sorted(found, key=lambda e: (e.destination, _numeric(e.message)))
+        return _extras(await self.redis.smembers(keys.prompt_extras(self.channel, question_id)))
+
+    async def ended(
+        self, tenant: str, destinations: Collection[str], question_id: str
+    ) -> list[ExtraMessage]:
+        """The question has ended: it leaves its destinations' prompts (forget, for each)
+        and its extra messages not yet finalised are returned (extras), in one round trip."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for destination in destinations:
+                pipe.zrem(keys.destination_prompts(self.channel, tenant, destination), question_id)
+            pipe.smembers(keys.prompt_extras(self.channel, question_id))
+            replies = await pipe.execute()
+        return _extras(replies[-1])
 
     async def take(self, question_id: str, extra: ExtraMessage) -> bool:
         """Claim an extra message for finalisation: True for exactly one caller."""
@@ -121,6 +131,11 @@ class PromptIndex:
         key = keys.prompt_extras(self.channel, question_id)
         await self.redis.sadd(key, _extra_member(extra))
         await self.redis.expire(key, self.keep_s)
+
+
+def _extras(raw: Collection[bytes]) -> list[ExtraMessage]:
+    found = [ExtraMessage(*orjson.loads(m)) for m in raw]
+    return sorted(found, key=lambda e: (e.destination, _numeric(e.message)))
 
 
 def _extra_member(extra: ExtraMessage) -> bytes:

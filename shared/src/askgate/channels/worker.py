@@ -334,10 +334,10 @@ class ChannelWorker:
         outcomes = await asyncio.gather(
             *(self._finalise_one(rec, i, tg) for i, tg in targets), return_exceptions=True
         )
-        for _, tg in targets:
-            await self.prompts.forget(rec.tenant, self.adapter.destination(rec, tg), rec.id)
+        destinations = [self.adapter.destination(rec, tg) for _, tg in targets]
+        left = await self.prompts.ended(rec.tenant, destinations, rec.id)
         await self.selections.clear(rec.id, [i for i, _ in targets])
-        extras = await self._finalise_extras(rec)
+        extras = await self._finalise_extras(rec, left)
         for out in [*outcomes, *extras]:
             if isinstance(out, Later):
                 raise RetryLater(f"{rec.id}: {self.channel} summaries later")
@@ -512,7 +512,7 @@ class ChannelWorker:
         await self.prompts.remember(rec.tenant, destination, rec.id, index, message, kind)
         now = await self.store.load(rec.id)
         if now is not None and not now.pending:
-            for out in await self._finalise_extras(now):
+            for out in await self._finalise_extras(now, await self.prompts.extras(rec.id)):
                 if isinstance(out, BaseException):
                     log.warning(
                         "message.finalise_later",
@@ -521,8 +521,9 @@ class ChannelWorker:
                         error=repr(out),
                     )
 
-    async def _finalise_extras(self, rec: Record) -> list[BaseException | None]:
-        extras = await self.prompts.extras(rec.id)
+    async def _finalise_extras(
+        self, rec: Record, extras: list[ExtraMessage]
+    ) -> list[BaseException | None]:
         return await asyncio.gather(
             *(self._finalise_extra(rec, e) for e in extras), return_exceptions=True
         )
