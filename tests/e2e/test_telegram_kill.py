@@ -1,4 +1,5 @@
-"""The Telegram worker as a real process, killed (SIGKILL) while sending a prompt."""
+"""The Telegram worker as a real process, killed (SIGKILL) while sending a prompt, and
+the worker that takes over after it."""
 
 from __future__ import annotations
 
@@ -14,11 +15,12 @@ from askgate.domain.models import QuestionCreate
 from askgate.store import keys
 from askgate.store.store import Store
 from askgate.store.tenants import set_channel_config
+from askgate_telegram.service import TelegramService
 from redis.asyncio import Redis
 
 from tests.integration.telegram.fake_bot_api import FakeBotAPI
 from tests.support.asks import SECRET, Tenant, ask_body, make_settings
-from tests.support.telegram import PRIVATE, TOKEN, WEBHOOK_SECRET
+from tests.support.telegram import PRIVATE, TOKEN, WEBHOOK_SECRET, tg_settings
 from tests.support.waiting import eventually
 
 # A fresh process imports aiogram first: seconds on a busy machine.
@@ -85,7 +87,19 @@ async def test_worker_killed_mid_render_posts_exactly_one_prompt(
     finally:
         await stop_worker(first)
 
-    second = await start_worker(redis_url, fake.base)
+    # The restart runs the same worker in this process: the kill -9 is what needs a
+    # process of its own, and a second one would import aiogram again (seconds of CPU).
+    second = TelegramService(
+        tg_settings(
+            redis_url,
+            fake.base,
+            telegram_mode="polling",
+            telegram_polling_timeout_s=1,
+            consumer_claim_idle_ms=300,
+            delivery_lease_ms=300,
+        )
+    )
+    await second.start()
     try:
 
         async def settled() -> bool:
@@ -100,4 +114,4 @@ async def test_worker_killed_mid_render_posts_exactly_one_prompt(
         assert (await store.load(rec.id)).status == "pending"  # type: ignore[union-attr]
     finally:
         fake.hold_send.set()
-        await stop_worker(second)
+        await second.close()
