@@ -29,7 +29,7 @@ def _env(redis_url: str, cluster: bool = False, **extra: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def sweeper(settings: Settings, api_process: ApiProcess) -> Iterator[subprocess.Popen[bytes]]:
+def sweeper(settings: Settings) -> Iterator[subprocess.Popen[bytes]]:
     """`askgate-sweeper` as a process ticking every 50 ms."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "askgate_sweeper"],
@@ -90,7 +90,7 @@ def test_stack_answers_and_expires(
 
 
 async def test_sweeper_health_and_graceful_stop(
-    redis_url: str, redis: Redis, api_process: ApiProcess, sweeper: subprocess.Popen[bytes]
+    redis_url: str, redis: Redis, sweeper: subprocess.Popen[bytes]
 ) -> None:
     """--check passes while the sweeper runs; SIGTERM stops it cleanly and --check fails."""
     # Its health key is what --check reads: waiting for it costs no interpreter per poll.
