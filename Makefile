@@ -45,7 +45,7 @@ lint: install
 	$(MAKE) --no-print-directory lint-types
 
 lint-types: install
-	$(BIN)/mypy shared/src shared/client/src services tests bench
+	$(BIN)/mypy shared/src shared/client/src services tests bench chaos
 
 # The benchmark report (a few minutes): docs/benchmarks.md and bench/out/*.json.
 # `make bench BENCH_ARGS=--quick` is a smoke run of a few seconds per figure.

@@ -214,11 +214,11 @@ async def run(args: argparse.Namespace) -> int:
             args.replicas,
         )
         # Everything at once: a start is mostly an interpreter importing its service.
-        *_, started = await asyncio.gather(
-            *(asyncio.to_thread(p.start) for p in procs),
+        _, workers = await asyncio.gather(
+            asyncio.gather(*(asyncio.to_thread(p.start) for p in procs)),
             asyncio.gather(*(ch.start(stack) for ch in channels)),
         )
-        for worker_procs in started:
+        for worker_procs in workers:
             channel_procs += worker_procs
         webhooks = next(p for p in procs if p.name == "webhooks")
         victims: dict[str, list[Victim]] = {
