@@ -7,23 +7,15 @@ is claimed in Redis before it is posted, and any replica can take any interactio
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
-
 from askgate.runtime.runner import worker_main
 
 from askgate_discord.config import SERVICE, DiscordSettings
 
 
-def load_serve() -> Callable[[DiscordSettings, asyncio.Event], Awaitable[None]]:
-    """The worker itself, imported only to serve (not for --check)."""
-    from askgate_discord.service import serve
-
-    return serve
-
-
 def main(argv: list[str] | None = None) -> None:
-    worker_main("askgate-discord", SERVICE, DiscordSettings, load_serve, argv, __doc__)
+    worker_main(
+        "askgate-discord", SERVICE, DiscordSettings, "askgate_discord.service", argv, __doc__
+    )
 
 
 if __name__ == "__main__":

@@ -6,23 +6,13 @@ prompt is claimed in Redis before it is posted. `--check` is the liveness probe.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
-
 from askgate.runtime.runner import worker_main
 
 from askgate_slack.config import SERVICE, SlackSettings
 
 
-def load_serve() -> Callable[[SlackSettings, asyncio.Event], Awaitable[None]]:
-    """The worker itself, imported only to serve (not for --check)."""
-    from askgate_slack.service import serve
-
-    return serve
-
-
 def main(argv: list[str] | None = None) -> None:
-    worker_main("askgate-slack", SERVICE, SlackSettings, load_serve, argv, __doc__)
+    worker_main("askgate-slack", SERVICE, SlackSettings, "askgate_slack.service", argv, __doc__)
 
 
 if __name__ == "__main__":

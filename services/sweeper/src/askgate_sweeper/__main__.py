@@ -192,7 +192,7 @@ async def serve(settings: Settings, stop: asyncio.Event) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    worker_main("askgate-sweeper", SERVICE, Settings, lambda: serve, argv, __doc__)
+    worker_main("askgate-sweeper", SERVICE, Settings, serve, argv, __doc__)
 
 
 if __name__ == "__main__":

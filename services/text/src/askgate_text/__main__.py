@@ -33,7 +33,7 @@ async def serve(settings: TextSettings, stop: asyncio.Event) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    worker_main("askgate-text", SERVICE, TextSettings, lambda: serve, argv, __doc__)
+    worker_main("askgate-text", SERVICE, TextSettings, serve, argv, __doc__)
 
 
 if __name__ == "__main__":

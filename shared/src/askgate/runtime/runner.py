@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import importlib
 import os
 import signal
 import sys
@@ -63,15 +64,16 @@ def worker_main(
     prog: str,
     service: str,
     settings_cls: type[S],
-    load_serve: Callable[[], Callable[[S, asyncio.Event], Awaitable[None]]],
+    serve: Callable[[S, asyncio.Event], Awaitable[None]] | str,
     argv: list[str] | None = None,
     doc: str | None = None,
 ) -> None:
     """The command line every long-running worker shares: settings from the environment
     (exit 2 with the message on a bad one), `--check` as the liveness probe, logging,
-    then `serve(settings, stop)` until a signal. `load_serve()` returns `serve`, so a
-    worker imports its platform's library only to serve: not for the probe, which runs
-    every few seconds (aiogram alone takes 2 s of CPU to import), nor for a bad setting."""
+    then `serve(settings, stop)` until a signal. `serve` may be given as the name of the
+    module that defines it, imported only to serve: a chat worker imports its platform's
+    library then, not for the probe, which runs every few seconds (aiogram alone takes
+    2 s of CPU to import), nor for a bad setting."""
     parser = argparse.ArgumentParser(prog=prog, description=doc)
     parser.add_argument("--check", action="store_true", help="liveness probe: exit 0 if alive")
     args = parser.parse_args(argv)
@@ -88,10 +90,12 @@ def worker_main(
         print(f"{prog}: {exc.message}", file=sys.stderr)
         raise SystemExit(2) from None
     configure_logging(settings.log_level, settings.log_json)
-    serve = load_serve()
+    run: Callable[[S, asyncio.Event], Awaitable[None]] = (
+        importlib.import_module(serve).serve if isinstance(serve, str) else serve
+    )
     # Everything imported so far lives as long as the process: keep it out of the
     # collector's way (a full collection over aiogram's or slack_sdk's objects took
     # 0.2-0.8 s here, stalling every prompt and tap in flight).
     gc.collect()
     gc.freeze()
-    run_service(service, lambda stop: serve(settings, stop))
+    run_service(service, lambda stop: run(settings, stop))
