@@ -36,7 +36,14 @@ from chaos import report, verify
 from chaos.channels import Channel, Stack, TextChannel
 from chaos.discord import DiscordChannel
 from chaos.platforms import Receiver
-from chaos.processes import ChildVictim, ClusterNodeVictim, Component, RedisVictim, Victim
+from chaos.processes import (
+    LAUNCHER,
+    ChildVictim,
+    ClusterNodeVictim,
+    Component,
+    RedisVictim,
+    Victim,
+)
 from chaos.slack import SlackChannel
 from chaos.telegram import TelegramChannel
 from chaos.workload import Workload
@@ -173,6 +180,7 @@ async def redis_chaos(
 
 
 async def run(args: argparse.Namespace) -> int:
+    LAUNCHER.open()  # imports every service while Redis starts
     rnd = random.Random(args.seed)
     log_dir = Path(tempfile.mkdtemp(prefix="askgate-chaos-"))
     global JOURNAL
@@ -282,6 +290,7 @@ async def run(args: argparse.Namespace) -> int:
         redis.stop(graceful=True)
         if cluster is not None:
             cluster.stop()
+        LAUNCHER.close()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -8,16 +8,30 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+from askgate.dev.launcher import Forked, Launcher
 from askgate.dev.redis_server import RedisClusterProcess, RedisProcess
 from askgate.store import keys
 from askgate.store.conn import connect_sync
+
+# Every service the driver starts, forked from one process that imported them all while
+# Redis started: a restart under chaos costs a fork, not an interpreter importing aiogram
+# (~4 s of CPU per Telegram worker). tests/e2e keeps real `python -m` starts.
+SERVICES = [
+    "askgate_api.__main__",
+    "askgate_sweeper.__main__",
+    "askgate_webhooks.__main__",
+    "askgate_text.__main__",
+    "askgate_telegram.service",
+    "askgate_slack.service",
+    "askgate_discord.service",
+]
+LAUNCHER = Launcher(preload=SERVICES)
 
 
 def wait_live(redis_url: str, channel: str, timeout_s: float = 30.0, cluster: bool = False) -> None:
@@ -48,29 +62,23 @@ def children(pid: int) -> list[int]:
 
 @dataclass
 class Component:
-    """One service process (`python -m <module>`) with its own environment."""
+    """One service process (`python -m <module>`, forked by LAUNCHER) with its own
+    environment."""
 
     name: str
     module: str
     env: dict[str, str]
     log_dir: Path
     ready_url: str | None = None  # GET it until 200 after a start
-    proc: subprocess.Popen[bytes] | None = None
+    proc: Forked | None = None
     kills: int = 0
     restarts: int = 0
     pids: list[int] = field(default_factory=list)
 
     def start(self, timeout_s: float = 30.0) -> None:
-        log = (self.log_dir / f"{self.name}.log").open("ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", self.module],
-            env={**os.environ, **self.env},
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+        self.proc = LAUNCHER.start(
+            self.module, {**os.environ, **self.env}, self.log_dir / f"{self.name}.log"
         )
-        log.close()
         self.pids.append(self.proc.pid)
         if self.ready_url:
             deadline = time.monotonic() + timeout_s

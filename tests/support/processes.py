@@ -7,12 +7,16 @@ several replicas.
         api.kill(); api.start()             # a crash and a restart, same port
 
 `ServiceProcess` is the one harness; `ApiProcess` and `WebProcess` name a service's
-module, port variable and readiness check. The `api_server` / `api_process` fixtures
+module, port variable and readiness check. The API is forked from a process that has
+imported it already (`askgate.dev.launcher`: a start costs a tenth of the CPU); the web
+service starts as `python -m`, and so does the API in tests/e2e/test_stack.py, so each
+service's real start stays tested. The `api_server` / `api_process` fixtures
 (tests/e2e/conftest.py) and `web_server` (tests/e2e/web/conftest.py) yield them.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import signal
@@ -24,9 +28,13 @@ from pathlib import Path
 from typing import Any, Self
 
 import httpx
+from askgate.dev.launcher import Forked, Launcher
 from askgate.dev.redis_server import free_port
 
 from tests.support.asks import SECRET
+
+LAUNCHER = Launcher()  # one per test process; its server starts with the first fork
+atexit.register(LAUNCHER.close)
 
 
 class ServiceProcess:
@@ -35,6 +43,7 @@ class ServiceProcess:
 
     module = ""
     port_variable = ""
+    fork = True  # from LAUNCHER, else `python -m`
 
     def __init__(self, redis_url: str, port: int | None = None, **env: Any) -> None:
         self.redis_url = redis_url
@@ -48,7 +57,7 @@ class ServiceProcess:
             **{k: str(v) for k, v in env.items()},
         }
         self.log_path = Path(tempfile.mkdtemp(prefix=f"{self.module}-")) / "service.log"
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: subprocess.Popen[bytes] | Forked | None = None
 
     def service_env(self) -> dict[str, str]:
         """What this service needs besides Redis, the secret and its port."""
@@ -60,15 +69,19 @@ class ServiceProcess:
 
     def start(self, timeout_s: float = 30.0) -> Self:
         """Start it and return once /readyz says it is ready."""
-        with self.log_path.open("ab") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", self.module],
-                env={**os.environ, **self.env},
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        env = {**os.environ, **self.env}
+        if self.fork:
+            self.proc = LAUNCHER.start(self.module, env, self.log_path)
+        else:
+            with self.log_path.open("ab") as log:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", self.module],
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
         deadline = time.monotonic() + timeout_s
         # One client for every poll: a new one builds a TLS context each time (~30 ms of
         # CPU, more than the poll interval).
@@ -129,6 +142,7 @@ class WebProcess(ServiceProcess):
 
     module = "askgate_web"
     port_variable = "ASKGATE_WEB_PORT"
+    fork = False
 
     def service_env(self) -> dict[str, str]:
         return {"ASKGATE_WEB_BASE_URL": self.url, "ASKGATE_INSTANCE": f"web-test-{self.port}"}

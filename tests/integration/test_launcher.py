@@ -1,0 +1,68 @@
+"""`askgate.dev.launcher`: the tests' and the chaos driver's service processes are forked
+from a server that imported them, and each still behaves as `python -m <module>` would:
+its own environment, argv, session, log and exit code, and a kill -9 kills it."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from askgate.dev.launcher import Launcher
+
+from tests.support.waiting import eventually
+
+PROGRAM = "tests.support.launched"
+
+
+@pytest.fixture
+def launcher() -> Iterator[Launcher]:
+    launcher = Launcher(preload=["askgate_api.__main__"])
+    # Only the parent's environment has it: a child must get the env it is given, no more.
+    os.environ["LAUNCHER_PARENT_ONLY"] = "1"
+    try:
+        yield launcher.open()
+    finally:
+        del os.environ["LAUNCHER_PARENT_ONLY"]
+        launcher.close()
+
+
+def env(**extra: str) -> dict[str, str]:
+    return {"PATH": os.environ["PATH"], **extra}
+
+
+def test_a_child_runs_as_main_with_its_own_env_argv_and_exit_code(
+    launcher: Launcher, tmp_path: Path
+) -> None:
+    """The module runs as __main__ with the argv and environment it was given (nothing of
+    the launcher's), in a session of its own, and its exit code comes back."""
+    log = tmp_path / "out.log"
+    proc = launcher.start(PROGRAM, env(ECHO="hi", ECHO_EXIT="3"), log, argv=["--x", "1"])
+    assert proc.wait(30) == 3
+    assert log.read_text().splitlines() == [
+        "name=__main__ argv=['--x', '1'] echo=hi",
+        "leaked=None sid=True",
+    ]
+
+
+async def test_kill_9_kills_the_child_and_reports_the_signal(
+    launcher: Launcher, tmp_path: Path
+) -> None:
+    """A child waiting forever is killed by SIGKILL, and its exit is reported as -9."""
+    log = tmp_path / "out.log"
+    proc = launcher.start(PROGRAM, env(ECHO_EXIT="wait"), log)
+    await eventually(lambda: log.exists() and "waiting" in log.read_text(), "the child", 30)
+    assert proc.poll() is None
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait(10) == -signal.SIGKILL
+
+
+def test_a_module_that_fails_to_import_fails_like_python_m(
+    launcher: Launcher, tmp_path: Path
+) -> None:
+    """A module that does not exist: exit code 1 and Python's own error in the log."""
+    log = tmp_path / "out.log"
+    assert launcher.start("askgate_nonexistent", env(), log).wait(30) == 1
+    assert "No module named askgate_nonexistent" in log.read_text()
