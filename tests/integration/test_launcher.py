@@ -17,9 +17,11 @@ from tests.support.waiting import eventually
 PROGRAM = "tests.support.launched"
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def launcher() -> Iterator[Launcher]:
-    launcher = Launcher(preload=["askgate_api.__main__"])
+    """One server for these tests (the services it forks are tested wherever ApiProcess
+    and the chaos smoke start them)."""
+    launcher = Launcher()
     # Only the parent's environment has it: a child must get the env it is given, no more.
     os.environ["LAUNCHER_PARENT_ONLY"] = "1"
     try:
