@@ -76,6 +76,16 @@ idle upkeep weighs in), and summed as cores busy, how much of the 2 cores the ph
 INFO used_memory before the light phase and after every question of it has ended and
 its prompt been turned into its summary, / asks; the breakdown is MEMORY USAGE per key
 type of everything in Redis then, / questions in Redis, as in the memory figure.
+
+What bounds the goal's rate here: a worker is one process, so one core is its ceiling,
+and each question costs it a prompt, a tap and a summary (the notes give its CPU per
+question and how much of its core it kept busy). Once that CPU times the rate nears a
+core, prompts and taps wait behind each other, and the latencies above are that queue:
+they grow through the phase while every ask still ends answered. A deployment runs more
+replicas of the worker (they share the consumer group) on more cores; on this machine
+they would share the same 2 cores with the API, Redis, the fake platform and the agent
+(the notes: cores busy, all processes together). The light rate shows the same round trip
+without the queue.
 """
 
 
@@ -416,6 +426,14 @@ def measure_steady(
             f"the phase included): {sum(per_q_ms.values()):.1f} ms ("
             + ", ".join(f"{k} {v:.1f}" for k, v in per_q_ms.items())
             + f"); all processes together kept {sum(cpu.values()):.2f} of the 2 cores busy"
+        )
+        own_ms = sum(per_q_ms[k] for k in ("API", "worker", "redis-server"))
+        fig.note(
+            f"{label}: what bounds it: the worker kept {cpu['worker']:.2f} of its one core "
+            f"busy at {per_q_ms['worker']:.1f} ms of CPU per question (so one worker process "
+            f"tops out near {1000 / max(per_q_ms['worker'], 1e-9):,.0f} round trips/s); "
+            f"askgate's own processes (API, worker, redis-server) took {own_ms:.1f} ms per "
+            f"question, {own_ms * rate / 1000:.2f} of the 2 cores at this rate"
         )
     if errors:
         kinds = Counter(f"{e.get('event')}: {e.get('error')}" for e in errors)
