@@ -22,6 +22,7 @@ import secrets
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -281,6 +282,11 @@ async def run(args: argparse.Namespace) -> int:
             report.write(Path(args.report), text)
         print(f"logs: {log_dir}", file=sys.stderr)
         return 1 if report.failures(figures, zero) else 0
+    except BaseException:
+        # A run that broke off explains itself in its log directory, not only on stderr.
+        journal("driver", "failed:\n" + traceback.format_exc())
+        print(f"logs: {log_dir}", file=sys.stderr)
+        raise
     finally:
         # All at once: each stop is a SIGTERM and a wait of up to a second or two.
         await asyncio.gather(*(asyncio.to_thread(p.stop) for p in [*procs, *channel_procs]))
