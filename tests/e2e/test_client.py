@@ -180,10 +180,10 @@ async def test_invalid_ask_raises_with_field_message(
 WAITS = 101  # one more than httpx's default pool of 100
 
 
-async def waiters_held(api: ApiProcess) -> int:
-    """The API process's long-poll waiter gauge."""
-    async with httpx.AsyncClient(base_url=api.url) as http:
-        text = (await http.get("/metrics")).text
+async def waiters_held(http: httpx.AsyncClient) -> int:
+    """The API process's long-poll waiter gauge (`http` on the API: one client for every
+    poll, a new one builds a TLS context each time)."""
+    text = (await http.get("/metrics")).text
     line = next(x for x in text.splitlines() if x.startswith("askgate_waiters "))
     return int(float(line.split()[1]))
 
@@ -199,12 +199,12 @@ async def test_one_client_holds_more_than_100_waits(api_server: ApiProcess, redi
             *(ag.start(QUESTIONS, session=f"w{i}", timeout_s=300) for i in range(WAITS))
         )
         waits = [asyncio.create_task(ag.wait(q.id)) for q in questions]
-
-        async def all_parked() -> bool:
-            return await waiters_held(api_server) == WAITS
-
-        await eventually(all_parked, f"{WAITS} parked waiters", 30)
         async with httpx.AsyncClient(base_url=api_server.url, headers=headers) as http:
+
+            async def all_parked() -> bool:
+                return await waiters_held(http) == WAITS
+
+            await eventually(all_parked, f"{WAITS} parked waiters", 30)
             for q in questions:
                 r = await http.post(
                     f"/v1/questions/{q.id}/answer",
