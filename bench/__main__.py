@@ -26,7 +26,7 @@ from pathlib import Path
 import redis as redis_pkg
 from askgate.dev.redis_server import RedisProcess, redis_server_binary
 
-from bench import asks, channel, cluster, memory, scaling, sweep, waiters, wake
+from bench import asks, channel, client, cluster, memory, scaling, sweep, waiters, wake
 from bench.context import Context
 from bench.procs import Procs, raise_nofile
 from bench.report import Report
@@ -39,6 +39,7 @@ FIGURES: dict[str, Callable[[Context], None]] = {
     "asks": asks.run,
     "scaling": scaling.run,
     "waiters": waiters.run,
+    "client": client.run,
     "sweep": sweep.run,
     "channel": channel.run,
     "cluster": cluster.run,

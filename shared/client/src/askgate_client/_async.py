@@ -28,7 +28,7 @@ class AsyncAskgate:
     `retry_for_s` of continuous failure. Use as `async with AsyncAskgate(...) as ag:`.
 
     Every waiting `ask()`/`wait()` holds one HTTP connection for its long-poll, so the
-    connection pool is unbounded by default (idle connections close after 5 s);
+    connection pool is unbounded by default (up to 20 idle ones are kept for 5 s);
     `max_connections` bounds it, and calls beyond the bound wait for a free connection.
     """
 
