@@ -21,7 +21,7 @@ URL = "redis://127.0.0.1:1/0"  # never connected to: the template only records
 def test_every_figure_has_a_module() -> None:
     """`python -m bench` knows every figure, and each channel has a fake platform spec."""
     assert set(FIGURES) == {
-        *("memory", "wake", "asks", "scaling", "waiters", "sweep", "channel", "cluster")
+        *("memory", "wake", "asks", "scaling", "waiters", "client", "sweep", "channel", "cluster")
     }
     assert [load(name).name for name in CHANNELS] == list(CHANNELS)
 
