@@ -177,6 +177,7 @@ def _serve(preload: list[str]) -> None:
                 commands.close()
                 replies.close()
                 raise _Child(command)
+            codes.pop(pid, None)  # a reused pid: the code reaped before was another's
             reply = {"pid": pid}
         replies.write(json.dumps(reply).encode() + b"\n")
         replies.flush()
