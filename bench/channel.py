@@ -427,6 +427,7 @@ def measure_steady(
             + ", ".join(f"{k} {v:.1f}" for k, v in per_q_ms.items())
             + f"); all processes together kept {sum(cpu.values()):.2f} of the 2 cores busy"
         )
+    if accepted and not memory:  # at the light rate idle upkeep dominates CPU per question
         own_ms = sum(per_q_ms[k] for k in ("API", "worker", "redis-server"))
         fig.note(
             f"{label}: what bounds it: the worker kept {cpu['worker']:.2f} of its one core "
