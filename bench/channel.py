@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import resource
 import signal
 import subprocess
 import time
@@ -27,7 +26,7 @@ from bench.channels.base import ChannelSpec, Worker
 from bench.context import Context
 from bench.loadgen import read_response
 from bench.memory import breakdown, describe
-from bench.procs import PY, Proc, askgate_env, cpu_s, start_api
+from bench.procs import PY, Proc, askgate_env, cpu_s, self_cpu_s, start_api
 from bench.report import Figure, pct
 from bench.sample import BIG, QUESTIONS, make_redis, used_memory
 
@@ -234,11 +233,6 @@ async def steady(
         if t.exception() is not None:
             raise RuntimeError(f"an ask failed: {t.exception()!r}")
     return asks
-
-
-def self_cpu_s() -> float:
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return ru.ru_utime + ru.ru_stime
 
 
 def run(ctx: Context) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import resource
 
 import httpx
 import orjson
@@ -13,7 +12,7 @@ from askgate_client import AsyncAskgate
 from bench.asks import load_tenant_key
 from bench.context import Context
 from bench.loadgen import read_response
-from bench.procs import start_api
+from bench.procs import self_cpu_s, start_api
 from bench.report import Figure
 from bench.sample import ANSWERS, QUESTIONS
 
@@ -33,11 +32,6 @@ first.
 """
 
 
-def cpu_s() -> float:
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return ru.ru_utime + ru.ru_stime
-
-
 async def one_round(url: str, port: int, key: str, n: int, keep_all: bool, tag: str) -> float:
     """CPU seconds per question for n asks and waits held at once by one client."""
     http = None
@@ -49,7 +43,7 @@ async def one_round(url: str, port: int, key: str, n: int, keep_all: bool, tag: 
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     try:
         async with AsyncAskgate(url, key, http=http) as ag:
-            c0 = cpu_s()
+            c0 = self_cpu_s()
             asked = await asyncio.gather(
                 *(ag.start(QUESTIONS, session=f"{tag}-{i}", timeout_s=600) for i in range(n))
             )
@@ -68,7 +62,7 @@ async def one_round(url: str, port: int, key: str, n: int, keep_all: bool, tag: 
                 if status != 200:
                     raise RuntimeError(f"answer failed: {status} {body[:200]!r}")
             results = await asyncio.gather(*waits)
-            used = cpu_s() - c0
+            used = self_cpu_s() - c0
         if any(r.status != "answered" for r in results):
             raise RuntimeError("a wait did not return answered")
     finally:
