@@ -350,7 +350,7 @@ class StreamConsumer:
             while self._acks:
                 acks, self._acks = self._acks, {}
                 with contextlib.suppress(RedisError, OSError):
-                    if len(acks) == 1:
+                    if len(acks) == 1:  # the usual case: a pipeline of one costs 25-40 µs more
                         [(stream, ids)] = acks.items()
                         await self.redis.xack(stream, self.group, *ids)
                     else:
