@@ -55,10 +55,13 @@ async def test_kill_9_kills_the_child_and_reports_the_signal(
     """A child waiting forever is killed by SIGKILL, and its exit is reported as -9."""
     log = tmp_path / "out.log"
     proc = launcher.start(PROGRAM, env(ECHO_EXIT="wait"), log)
-    await eventually(lambda: log.exists() and "waiting" in log.read_text(), "the child", 30)
-    assert proc.poll() is None
-    proc.send_signal(signal.SIGKILL)
-    assert proc.wait(10) == -signal.SIGKILL
+    try:
+        await eventually(lambda: log.exists() and "waiting" in log.read_text(), "the child", 30)
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait(10) == -signal.SIGKILL
+    finally:
+        proc.kill()  # not left waiting forever when an assertion above failed
 
 
 def test_a_module_that_fails_to_import_fails_like_python_m(

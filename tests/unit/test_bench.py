@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
+import pkgutil
+from inspect import signature
 
 from askgate.store import keys
 from askgate.store.record import new_question_id
 from askgate.store.store import Store
 from redis.asyncio import Redis
 
+import bench
 from bench.__main__ import FIGURES
 from bench.channels import CHANNELS, load
 from bench.memory import key_type
@@ -19,10 +23,19 @@ URL = "redis://127.0.0.1:1/0"  # never connected to: the template only records
 
 
 def test_every_figure_has_a_module() -> None:
-    """`python -m bench` knows every figure, and each channel has a fake platform spec."""
-    assert set(FIGURES) == {
-        *("memory", "wake", "asks", "scaling", "waiters", "client", "sweep", "channel", "cluster")
-    }
+    """`python -m bench` runs every figure module (each bench module with `run(ctx)`),
+    under the module's name, and each channel has a fake platform spec."""
+    figures = {}
+    for info in pkgutil.iter_modules(bench.__path__):
+        module = importlib.import_module(f"bench.{info.name}")
+        run = getattr(module, "run", None)
+        if (
+            info.name != "__main__"
+            and run is not None
+            and list(signature(run).parameters) == ["ctx"]
+        ):
+            figures[info.name] = run
+    assert figures == FIGURES
     assert [load(name).name for name in CHANNELS] == list(CHANNELS)
 
 
