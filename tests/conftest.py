@@ -43,7 +43,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(getattr(pytest.mark, layer))
     # Every xdist worker collects and orders the same way (tests/support/lanes.py).
     workers = getattr(config, "workerinput", {}).get("workercount", 1)
-    items[:] = lanes(items, int(workers))
+    items[:] = lanes(items, int(workers), SESSION_SERVICES)
 
 
 @pytest.fixture(scope="session")
