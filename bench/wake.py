@@ -18,7 +18,7 @@ from askgate.store.tenants import create_tenant
 
 from bench.context import Context
 from bench.loadgen import read_response
-from bench.procs import start_api
+from bench.procs import machine_times, start_api, steal_share
 from bench.report import Figure, pct
 from bench.sample import ANSWERS, BIG, QUESTIONS, ask_body, make_redis, make_settings
 
@@ -38,7 +38,9 @@ HTTP**: `python -m askgate_api` as its own process; for each of {n_http} asks (m
 10 ms later (the waiter is registered) POST /v1/questions/{{id}}/answer on another; the
 clock runs from sending the POST until the whole /wait response is read. The POST's own
 response time and a GET /wait on an already answered question (no waiting) are timed
-alongside.
+alongside. **Round trips from idle**: {n_idle} times, this process waits 10 ms (as the
+HTTP rounds do) and then sends three PINGs to Redis one after another, each timed; the
+same number of PINGs back to back are the warm case.
 """
 
 
@@ -123,7 +125,9 @@ async def inprocess(url: str, n: int, fig: Figure) -> None:
     fig.data["inprocess_ms"] = ms
 
 
-async def over_http(url: str, port: int, api_key: str, tenant: str, n: int, fig: Figure) -> None:
+async def over_http(
+    url: str, port: int, api_key: str, tenant: str, n: int, fig: Figure
+) -> dict[str, list[float]]:
     redis = make_redis(url)
     try:
         store = Store(redis, make_settings(url))
@@ -185,11 +189,61 @@ async def over_http(url: str, port: int, api_key: str, tenant: str, n: int, fig:
         f"{pct(ms['final'], 0.5):.2f} / {pct(ms['final'], 0.99):.2f} ms",
     )
     fig.data["http_ms"] = ms
+    return ms
+
+
+async def round_trips(url: str, n: int, fig: Figure) -> dict[str, list[float]]:
+    """PING round trips after 10 ms of idleness (1st, 2nd, 3rd) and back to back, in ms."""
+    redis = make_redis(url)
+    ms: dict[str, list[float]] = {"warm": [], "idle1": [], "idle2": [], "idle3": []}
+    try:
+        await redis.ping()
+        for _ in range(n):
+            await asyncio.sleep(0.01)
+            for name in ("idle1", "idle2", "idle3"):
+                t0 = time.perf_counter()
+                await redis.ping()
+                ms[name].append((time.perf_counter() - t0) * 1000)
+        for _ in range(n):
+            t0 = time.perf_counter()
+            await redis.ping()
+            ms["warm"].append((time.perf_counter() - t0) * 1000)
+    finally:
+        await redis.aclose()
+    p50 = {k: pct(v, 0.5) for k, v in ms.items()}
+    fig.add(
+        "Redis PING round trip, p50: back to back; the 1st / 2nd / 3rd after 10 ms idle",
+        f"{p50['warm']:.2f}; {p50['idle1']:.2f} / {p50['idle2']:.2f} / {p50['idle3']:.2f} ms",
+    )
+    fig.data["round_trip_ms"] = ms
+    return ms
+
+
+def bound(http: dict[str, list[float]], rt: dict[str, list[float]], steal: float) -> str:
+    """What bounds the wake over HTTP, in this run's numbers."""
+    p50 = {k: pct(v, 0.5) for k, v in {**http, **rt}.items()}
+    return f"""What bounds the wake over HTTP on this machine: it is a chain of hops between three
+processes, each waiting for the one before: the POST to the API; three round trips from
+the API to Redis, one after another (read the question; RESOLVE, which ends it and
+publishes its id to the API's own subscription; the woken waiter's read of the ended
+question); the response to the client. Every round begins after 10 ms in which nothing
+ran (the waiter must be parked before the answer is sent), and on this virtual machine a
+round trip to a process whose core has gone idle costs several times one to a busy one:
+a PING 10 ms after the last took {p50["idle1"]:.2f} ms p50, the next one
+{p50["idle2"]:.2f} and the third {p50["idle3"]:.2f}, against {p50["warm"]:.2f} back to
+back. So the wake pays its first hops from cold whatever askgate does in them; a GET /wait
+on a question already answered (one request, two Redis reads) took {p50["final"]:.2f} ms.
+During the HTTP rounds the hypervisor held back {steal * 100:.0f}% of the CPU time this
+machine wanted (steal in /proc/stat), which lengthens the hops further. A server busy
+with other requests does not idle between them; this figure, one answer at a time on a
+machine otherwise quiet, pays the cold hops on every round."""
 
 
 def run(ctx: Context) -> None:
-    n_inproc, n_http = ctx.size(2000, 200), ctx.size(1000, 100)
-    fig = ctx.report.figure("wake", TITLE, METHOD.format(n_inproc=n_inproc, n_http=n_http))
+    n_inproc, n_http, n_idle = ctx.size(2000, 200), ctx.size(1000, 100), ctx.size(500, 50)
+    fig = ctx.report.figure(
+        "wake", TITLE, METHOD.format(n_inproc=n_inproc, n_http=n_http, n_idle=n_idle)
+    )
     ctx.flush()
     ctx.run(inprocess(ctx.redis_url, n_inproc, fig))
 
@@ -205,6 +259,9 @@ def run(ctx: Context) -> None:
     port = free_port()
     api = start_api(ctx.procs, ctx.redis_url, port)
     try:
-        ctx.run(over_http(ctx.redis_url, port, api_key, tenant_id, n_http, fig))
+        before = machine_times()
+        http = ctx.run(over_http(ctx.redis_url, port, api_key, tenant_id, n_http, fig))
+        steal = steal_share(before, machine_times())
     finally:
         ctx.procs.stop(api)
+    fig.block(bound(http, ctx.run(round_trips(ctx.redis_url, n_idle, fig)), steal))

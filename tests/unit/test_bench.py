@@ -16,6 +16,7 @@ import bench
 from bench.__main__ import FIGURES
 from bench.channels import CHANNELS, load
 from bench.memory import key_type
+from bench.procs import machine_times, steal_share
 from bench.report import pct
 from bench.sample import QUESTIONS, AskTemplate, ask_body, make_settings
 
@@ -68,3 +69,16 @@ def test_pct_is_nearest_rank() -> None:
     """p50 of 1..4 is 2 and p99 of 1..100 is 99 (nearest rank, no interpolation)."""
     assert pct([4.0, 1.0, 3.0, 2.0], 0.5) == 2.0
     assert pct([float(x) for x in range(1, 101)], 0.99) == 99.0
+
+
+def test_steal_share_is_the_hypervisors_part_of_the_time_wanted() -> None:
+    """/proc/stat's columns: user nice system idle iowait irq softirq steal. Idle and
+    iowait are not time the machine wanted; steal over (run + steal) is the share held back."""
+    before = machine_times("cpu  100 10 20 5000 7 1 2 30 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n")
+    after = machine_times("cpu  160 10 35 9000 9 1 7 105 0 0\n")
+    assert before == (133, 30) and after == (213, 105)
+    assert steal_share(before, after) == 75 / (80 + 75)
+    assert steal_share(after, after) == 0.0
+    now = machine_times()  # this machine's own counters only grow
+    later = machine_times()
+    assert later[0] >= now[0] > 0 and later[1] >= now[1] >= 0
