@@ -105,9 +105,11 @@ class Report:
             "",
             "Everything runs on this one 2-core machine over 127.0.0.1: a fresh "
             "`redis-server` on a free port, askgate's services, the baselines and the load "
-            "generators as separate processes. Other work shares the cores, so absolute "
-            "numbers move between runs (about ±25%, more when the machine is busy): compare "
-            "figures measured in the same run, by ratio. Percentiles are nearest-rank.",
+            "generators as separate processes. The machine is a virtual one whose cores "
+            "are shared with other work: absolute numbers move between runs, by a factor "
+            "of two or more between hours (the steal under each figure says how much of "
+            "the CPU time it wanted the hypervisor held back). Compare figures measured in "
+            "the same run, by ratio. Percentiles are nearest-rank.",
             "",
         ]
         for fig in self.figures:

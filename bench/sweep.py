@@ -44,16 +44,18 @@ What bounds it: Redis runs every script on one thread, so its CPU during the swe
 floor under the wall time whatever the other processes do. Counted as instructions,
 which load on the machine does not change (redis-server under `valgrind --tool=callgrind
 --instr-atstart=no`, collection switched on with `callgrind_control -i on` for a sweep
-of 3,000 questions of this fixture, 2026-12-01): redis-server executes about 210,000
+of 3,000 questions of this fixture; counted once by hand on 2026-12-01, `make bench`
+does not rerun it): redis-server executes about 210,000
 instructions per expiry with the AOF on and 150,000 with it off. The AOF's share (about
 29%) is the script's effects written out as commands, about 52 arguments per question
 (its HSET, SET, HDEL and two XADDs); the FIELDS call that reads the fields naming each
 question's keys, so that SWEEP can declare every key it touches, is about 14%; the rest
 is SWEEP's seven commands per question (HMGET, HSET, SET, HDEL, two XADDs, the public
-PUBLISH) and Lua's work around them. At this machine's 20-30 µs of Redis CPU per expiry
-(the notes above), 100,000 take 2-3 s of one Redis thread: the 2 s goal needs a faster
-core, no AOF, or fewer writes per expiry (each of the five is part of what a user can
-read: state, result, session, the two channels' events).
+PUBLISH) and Lua's work around them. The notes above give this run's Redis CPU per
+expiry and the floor it puts under the wall time: the 2 s goal needs 20 µs or less per
+expiry of the one Redis thread, so a faster core, no AOF, or fewer writes per expiry
+(each of the five is part of what a user can read: state, result, session, the two
+channels' events).
 """
 INSTANCE = "bench-sweeper"
 
