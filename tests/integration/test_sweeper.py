@@ -1,6 +1,9 @@
-"""The sweeper's passes over the shards: one failing shard does not stop the others."""
+"""The sweeper's passes over the shards: one failing shard does not stop the others, and a
+stop ends a pass between two scripts."""
 
 from __future__ import annotations
+
+import asyncio
 
 import httpx
 import pytest
@@ -38,6 +41,44 @@ async def test_a_broken_shard_does_not_stop_the_others(
     for qid in expected:
         swept = await store.load(qid)
         assert swept is not None and swept.status == "no_answer"
+
+
+async def test_a_stop_ends_the_pass_after_the_script_at_hand(
+    redis: Redis, settings: Settings, tenant: Tenant
+) -> None:
+    """SIGTERM (the stop event) during a pass over a backlog: the shard being swept is
+    finished, the others stay due and pending, and the next pass ends them."""
+    store = Store(redis, settings)
+    ids = []
+    for i in range(40):
+        rec, _ = await store.create(
+            tenant.id, QuestionCreate.model_validate(ask_body(session=f"s{i}", timeoutSeconds=1))
+        )
+        ids.append(rec.id)
+    shards = {keys.shard_of(q) for q in ids}
+    assert len(shards) > 1
+    stop = asyncio.Event()
+    sweep_shard = store.sweep_shard
+    swept: list[int] = []
+
+    async def then_stop(shard: int, now: int | None = None) -> tuple[int, int]:
+        swept.append(shard)
+        stop.set()  # the signal arrives while this shard's script runs
+        return await sweep_shard(shard, now)
+
+    store.sweep_shard = then_stop  # type: ignore[method-assign]
+    ended = await sweep_once(store, now=FUTURE_MS, stop=stop)
+    (first,) = swept
+    assert ended == len([q for q in ids if keys.shard_of(q) == first])
+    statuses = {q: (await store.load(q)).status for q in ids}  # type: ignore[union-attr]
+    assert {q for q, s in statuses.items() if s == "no_answer"} == {
+        q for q in ids if keys.shard_of(q) == first
+    }
+    store.sweep_shard = sweep_shard  # type: ignore[method-assign]
+    assert await sweep_once(store, now=FUTURE_MS) == len(ids) - ended
+    for qid in ids:
+        swept_now = await store.load(qid)
+        assert swept_now is not None and swept_now.status == "no_answer"
 
 
 async def test_an_unreachable_redis_is_raised(settings: Settings) -> None:

@@ -103,7 +103,9 @@ def drain_s(service: str) -> float:
         assert match, "webhooks: the worker stop wait not found"
         return max(consumer_grace, WebhookSettings().webhook_timeout_s + float(match.group(1)))
     if service == "sweeper":
-        return 2.0  # its longest pass: 100,000 due questions in ~2 s (docs/benchmarks.md)
+        # A stop ends its pass after the script at hand (one batch: milliseconds of Redis,
+        # tests/integration/test_sweeper.py), then its health key is removed.
+        return 1.0
     # A channel worker: ChannelService.close() gives the consumer's grace and a second.
     kit = (ROOT / "shared/src/askgate/channels/service.py").read_text()
     match = re.search(r"timeout=grace \+ (\d+)", kit)

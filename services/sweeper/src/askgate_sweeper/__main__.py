@@ -57,10 +57,17 @@ async def due_shards(store: Store, zset: Callable[[int], str], now: int | None) 
 
 
 async def over_shards(
-    store: Store, step: Step, zset: Callable[[int], str], now: int | None = None
+    store: Store,
+    step: Step,
+    zset: Callable[[int], str],
+    now: int | None = None,
+    stop: asyncio.Event | None = None,
 ) -> int:
     """Run `step` on every shard with something due in `zset`, and again on those that
-    filled a batch, until none did; returns the sum of its counts.
+    filled a batch, until none did; returns the sum of its counts. Once `stop` is set
+    the pass ends after the step at hand (each step is one script: what it did is whole,
+    and what is left stays due for the next pass, this process's or another's), so a
+    backlog of 100,000 does not hold a SIGTERM for the seconds its pass takes.
 
     A shard whose step fails is logged and left for the next pass; the others go on.
     On one Redis an unreachable server is raised at once (every shard lives there). On
@@ -76,6 +83,8 @@ async def over_shards(
     while shards:
         full = []
         for shard in shards:
+            if stop is not None and stop.is_set():
+                return total
             node = node_of(store.redis, shard)
             if node and node in down:
                 continue
@@ -102,7 +111,9 @@ async def over_shards(
     return total
 
 
-async def sweep_once(store: Store, now: int | None = None) -> int:
+async def sweep_once(
+    store: Store, now: int | None = None, stop: asyncio.Event | None = None
+) -> int:
     """End every overdue question (no_answer/timeout); returns how many ended."""
 
     async def step(shard: int) -> tuple[int, int]:
@@ -111,10 +122,12 @@ async def sweep_once(store: Store, now: int | None = None) -> int:
             log.info("sweeper.expired", shard=shard, n=ended)
         return ended, taken
 
-    return await over_shards(store, step, keys.due, now)
+    return await over_shards(store, step, keys.due, now, stop)
 
 
-async def timers_once(store: Store, now: int | None = None) -> int:
+async def timers_once(
+    store: Store, now: int | None = None, stop: asyncio.Event | None = None
+) -> int:
     """Fire every due reminder and escalation step of a pending question; returns how
     many fired (each once, whichever replica pops it)."""
 
@@ -124,7 +137,7 @@ async def timers_once(store: Store, now: int | None = None) -> int:
             log.info("sweeper.timers", shard=shard, fired=fired)
         return fired, taken
 
-    return await over_shards(store, step, keys.timers, now)
+    return await over_shards(store, step, keys.timers, now, stop)
 
 
 CHAT_CHANNELS = [ch for ch in CHANNELS if ch != "web"]
@@ -132,7 +145,9 @@ CHAT_CHANNELS = [ch for ch in CHANNELS if ch != "web"]
 WATCH_EVERY_S = 1.0
 
 
-async def watch_once(store: Store, now: int | None = None) -> int:
+async def watch_once(
+    store: Store, now: int | None = None, stop: asyncio.Event | None = None
+) -> int:
     """Fail the chat targets past their show-by time whose channel has no live worker;
     returns how many failed."""
     live = await health.live_channels(store.redis, CHAT_CHANNELS)
@@ -145,7 +160,7 @@ async def watch_once(store: Store, now: int | None = None) -> int:
             )
         return failed, taken
 
-    return await over_shards(store, step, keys.undelivered, now)
+    return await over_shards(store, step, keys.undelivered, now, stop)
 
 
 def redis_client(settings: Settings) -> Client:
@@ -172,11 +187,11 @@ async def serve(settings: Settings, stop: asyncio.Event) -> None:
         while not stop.is_set():
             delay = settings.sweep_interval_ms / 1000
             try:
-                await sweep_once(store)
-                await timers_once(store)
+                await sweep_once(store, stop=stop)
+                await timers_once(store, stop=stop)
                 if time.monotonic() - watched >= WATCH_EVERY_S:
                     watched = time.monotonic()
-                    await watch_once(store)
+                    await watch_once(store, stop=stop)
             except (RedisError, OSError) as exc:
                 log.warning("sweeper.redis_error", error=str(exc))
                 delay = ERROR_BACKOFF_S
