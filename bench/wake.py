@@ -236,7 +236,10 @@ on a question already answered (one request, two Redis reads) took {p50["final"]
 During the HTTP rounds the hypervisor held back {steal * 100:.0f}% of the CPU time this
 machine wanted (steal in /proc/stat), which lengthens the hops further. A server busy
 with other requests does not idle between them; this figure, one answer at a time on a
-machine otherwise quiet, pays the cold hops on every round."""
+machine otherwise quiet, pays the cold hops on every round. In process the asks follow
+one another without a pause, so the hops stay warm: `Store.answer()` → wake is two round
+trips (the read, then RESOLVE) and the notification's way back, and the parts row gives
+the read's share."""
 
 
 def run(ctx: Context) -> None:
