@@ -26,7 +26,16 @@ from bench.channels.base import ChannelSpec, Worker
 from bench.context import Context
 from bench.loadgen import read_response
 from bench.memory import breakdown, describe
-from bench.procs import PY, Proc, askgate_env, cpu_s, self_cpu_s, start_api
+from bench.procs import (
+    PY,
+    Proc,
+    askgate_env,
+    cpu_s,
+    machine_times,
+    self_cpu_s,
+    start_api,
+    steal_share,
+)
 from bench.report import Figure, pct
 from bench.sample import BIG, QUESTIONS, make_redis, used_memory
 
@@ -84,7 +93,10 @@ they grow through the phase while every ask still ends answered. A deployment ru
 replicas of the worker (they share the consumer group) on more cores; on this machine
 they would share the same 2 cores with the API, Redis, the fake platform and the agent
 (the notes: cores busy, all processes together). The light rate shows the same round trip
-without the queue.
+without the queue: a chain of hops from process to process (agent, API, Redis, worker,
+fake platform, and back for the tap), each waiting for the one before, so its latency is
+what such a hop costs on this machine at that hour (the wake figure's round trips from
+idle; the steal beside each phase's CPU) more than the CPU any process spends.
 """
 
 
@@ -345,9 +357,10 @@ def measure_steady(
         "redis-server": ctx.redis_pid,
     }
     cpu0 = {k: cpu_s(p) for k, p in pids.items()}
-    self0, t0 = self_cpu_s(), time.monotonic()
+    self0, t0, times0 = self_cpu_s(), time.monotonic(), machine_times()
     asks = ctx.run(steady(pool, spec, rate, duration, start, f"ch{start}", settle_s=20.0))
     wall = time.monotonic() - t0
+    steal = steal_share(times0, machine_times())
     cpu = {k: (cpu_s(p) - cpu0[k]) / wall for k, p in pids.items()}
     cpu["agent (this process)"] = (self_cpu_s() - self0) / wall
     accepted = [a for a in asks if a.qid]
@@ -411,7 +424,9 @@ def measure_steady(
         f"{pct(lag_ms, 0.99):.1f} ms after its schedule (max {max(lag_ms):.1f} ms)"
     )
     fig.note(
-        f"{label}: CPU (cores busy, of 2): " + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items())
+        f"{label}: CPU (cores busy, of 2): "
+        + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items())
+        + f"; the hypervisor held back {steal:.0%} of the CPU time the machine wanted"
     )
     per_q_ms = {k: v * wall / max(1, len(accepted)) * 1000 for k, v in cpu.items()}
     if accepted:
