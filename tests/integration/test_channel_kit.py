@@ -25,7 +25,7 @@ from askgate.domain.models import QuestionCreate, SlackTarget, Target
 from askgate.store import keys
 from askgate.store.record import Record
 from askgate.store.store import Store
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 
 from tests.support.asks import SECRET, Tenant, ask_body
 from tests.support.waiting import eventually
@@ -547,3 +547,21 @@ async def test_a_call_for_a_person_is_dropped_when_the_wait_is_too_long(
 
     assert await worker.call_for_person("C1", ack) is None
     assert calls == []
+
+
+async def test_a_handler_waits_its_turn_for_a_redis_connection(redis_url: str) -> None:
+    """A worker behind on its work has more handlers than connections: a command waits
+    for one to come back, without a deadline, instead of failing the handler ("No
+    connection available") and sending its entry round again a lease later."""
+    service = ChannelService("slack", settings(redis_url))
+    try:
+        pool = service.redis.connection_pool
+        assert isinstance(pool, BlockingConnectionPool) and pool.timeout is None
+        pool.max_connections = 1  # every connection busy: the one there is
+        held = asyncio.create_task(service.redis.blpop(["nothing-comes"], timeout=1))
+        await asyncio.sleep(0.1)  # the BLPOP holds the one connection for a second
+        await service.redis.set("k", "v")  # waits behind it
+        assert held.done() and await held is None
+        assert await service.redis.get("k") == b"v"
+    finally:
+        await service.close()

@@ -3,9 +3,10 @@
 `ASKGATE_REDIS_CLUSTER=true` makes every client redis-py's `RedisCluster`, with
 `REDIS_URL` naming any node (a startup node: the client learns the others from it).
 Otherwise a plain client with a blocking pool: when every connection is busy a command
-waits (up to pool_timeout_s) for one instead of failing, so a burst queues rather than
-errors. (`RedisCluster` keeps a pool per node of max_connections each and raises
-`MaxConnectionsError`, a `ConnectionError`, when one is exhausted.)
+waits (up to pool_timeout_s; None: for as long as it takes) for one instead of failing,
+so a burst queues rather than errors. (`RedisCluster` keeps a pool per node of
+max_connections each and raises `MaxConnectionsError`, a `ConnectionError`, when one is
+exhausted.)
 
 `check_mode()` is the start-up check every service runs: a plain client pointed at a
 cluster node would answer only for the slots that node holds, so it refuses to start.
@@ -183,7 +184,7 @@ def connect(
     *,
     cluster: bool = False,
     max_connections: int = 128,
-    pool_timeout_s: float = 5.0,
+    pool_timeout_s: float | None = 5.0,
     connect_timeout_s: float = 1.0,
     socket_timeout_s: float | None = 5.0,
     cluster_retries: int | None = None,
