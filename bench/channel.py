@@ -36,7 +36,7 @@ from bench.procs import (
     start_api,
     steal_share,
 )
-from bench.report import Figure, pct
+from bench.report import STEAL, Figure, pct
 from bench.sample import BIG, QUESTIONS, make_redis, used_memory
 
 CHUNK = 80  # prompts queued at once when timing a worker's rate
@@ -426,7 +426,7 @@ def measure_steady(
     fig.note(
         f"{label}: CPU (cores busy, of 2): "
         + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items())
-        + f"; the hypervisor held back {steal:.0%} of the CPU time the machine wanted"
+        + f"; {STEAL.format(steal * 100)}"
     )
     per_q_ms = {k: v * wall / max(1, len(accepted)) * 1000 for k, v in cpu.items()}
     if accepted:

@@ -37,7 +37,7 @@ from askgate.runtime.logs import configure_logging
 from askgate.runtime.runner import run_service
 from askgate.settings import load
 from askgate.store import keys
-from askgate.store.conn import check_redis, connect, connect_sync
+from askgate.store.conn import check_redis, connect, connect_sync, consumer_client
 from askgate.store.webhooks import list_dead
 
 from askgate_webhooks import jobs
@@ -96,10 +96,8 @@ def _kill_group(pgid: int) -> None:
 
 
 async def serve(settings: WebhookSettings, stop: asyncio.Event, *, workers: int) -> None:
-    redis = connect(
-        settings.redis_url,
-        cluster=settings.redis_cluster,
-        socket_timeout_s=settings.consumer_block_ms / 1000 + 5,
+    redis = consumer_client(
+        settings.redis_url, cluster=settings.redis_cluster, block_ms=settings.consumer_block_ms
     )
     sync_redis = connect_sync(settings.redis_url, cluster=settings.redis_cluster)
     jobs_redis = connect_sync(settings.jobs_redis())

@@ -26,7 +26,7 @@ from askgate.channels.worker import ChannelWorker, DeliveryPolicy
 from askgate.runtime.consumer import StreamConsumer
 from askgate.runtime.health import Problem, beat, beat_forever, instance_name
 from askgate.settings import Settings
-from askgate.store.conn import connect
+from askgate.store.conn import consumer_client
 from askgate.store.store import Store
 
 log = structlog.get_logger("askgate.channels")
@@ -76,18 +76,8 @@ class ChannelService:
         self.name = name
         self.settings = settings
         self._own_redis = redis is None
-        # Blocking stream reads hold a connection for consumer_block_ms: allow for it.
-        # A handler waits its turn for a connection, however long: when the worker is
-        # behind (more handlers in flight than connections, each held longer while the
-        # loop is busy), failing after a few seconds only sent the entry round again a
-        # lease later (at 200 asks/s on 2 cores: ~550 "No connection available" per
-        # 30 s and 420 of 6,000 prompts not shown 20 s after the last ask). Every command
-        # is bounded by the socket timeout, so a connection always comes back.
-        self.redis = redis or connect(
-            settings.redis_url,
-            cluster=settings.redis_cluster,
-            socket_timeout_s=settings.consumer_block_ms / 1000 + 10,
-            pool_timeout_s=None,
+        self.redis = redis or consumer_client(
+            settings.redis_url, cluster=settings.redis_cluster, block_ms=settings.consumer_block_ms
         )
         self.store = Store(self.redis, settings)
         self.stop = asyncio.Event()
