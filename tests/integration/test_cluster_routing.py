@@ -92,3 +92,52 @@ async def test_no_moved_or_crossslot_after_warm_up(redis_cluster: RedisClusterPr
         await asyncio.wait_for(reader, 15)
     grew = {k: after[k] - before[k] for k in after if after[k] != before[k]}
     assert not grew, f"routing errors after warm-up: {grew}"
+
+
+def command_calls(cluster: RedisClusterProcess, *names: str) -> dict[str, int]:
+    """Calls of each command so far, summed over the nodes (`INFO commandstats`)."""
+    out = dict.fromkeys(names, 0)
+    for node in cluster.nodes:
+        client = redis_sync.Redis(host="127.0.0.1", port=node.port)
+        try:
+            stats: dict[str, Any] = client.info("commandstats")
+        finally:
+            client.close()
+        for name in names:
+            out[name] += int(stats.get(f"cmdstat_{name}", {}).get("calls", 0))
+    return out
+
+
+async def test_a_consumers_reads_ask_no_node_for_their_keys(
+    redis_cluster: RedisClusterProcess,
+) -> None:
+    """A stream consumer's blocking reads go straight to their shard's node: none costs a
+    `COMMAND GETKEYS` round trip first (redis-py's way to find the keys of XREADGROUP,
+    all of them to one node), and every shard's entries are still read."""
+    from askgate.store import keys
+    from askgate.store.conn import connect
+
+    redis_cluster.flush()
+    redis = connect(redis_cluster.url, cluster=True)
+    seen: set[str] = set()
+
+    async def handle(event: Event) -> None:
+        seen.add(event.question_id)
+
+    consumer = StreamConsumer(redis, "web", "c1", handle, block_ms=50)
+    stop = asyncio.Event()
+    reader = asyncio.create_task(consumer.run(stop))
+    try:
+        before = command_calls(redis_cluster, "xreadgroup", "command|getkeys")
+        ids = {f"q{shard:02x}{shard:016x}" for shard in range(keys.SHARDS)}
+        for qid in ids:
+            entry = {"type": "question.resolved", "id": qid}
+            await redis.xadd(keys.events(keys.shard_of(qid), "web"), entry)
+        await eventually(lambda: ids <= seen, "every shard's entry read", 30)
+        after = command_calls(redis_cluster, "xreadgroup", "command|getkeys")
+    finally:
+        stop.set()
+        await asyncio.wait_for(reader, 15)
+        await redis.aclose()
+    assert after["xreadgroup"] - before["xreadgroup"] >= keys.SHARDS
+    assert after["command|getkeys"] == before["command|getkeys"]

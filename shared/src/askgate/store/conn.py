@@ -32,7 +32,7 @@ from redis.connection import HiredisRespSerializer
 from redis.crc import key_slot
 from redis.driver_info import DriverInfo
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import NoScriptError, RedisClusterException, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT, KeyT, ScriptTextT
 from redis.utils import HIREDIS_AVAILABLE
@@ -127,6 +127,11 @@ class ClusterClient(RedisCluster):  # type: ignore[misc]
     - A script a node has not cached is sent with `EVAL` to the node of its keys (which
       caches it there), instead of redis-py's `SCRIPT LOAD` on every primary, which fails
       while any of them is down.
+    - The streams of an `XREAD` or `XREADGROUP` are found in the command itself. redis-py
+      asks its default node (`COMMAND GETKEYS`) for the keys of every command whose keys
+      move: one more round trip for every blocking read of every stream consumer, all of
+      them to one node, and while that node was down every read failed, also those of
+      the shards on the nodes that were up.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -157,6 +162,28 @@ class ClusterClient(RedisCluster):  # type: ignore[misc]
 
     def register_script(self, script: ScriptTextT) -> AsyncScript:
         return _NodeScript(self, script)
+
+    async def _determine_slot(self, command: str, *args: Any) -> int:
+        streams = _read_streams(command, args)
+        if streams is None:
+            return int(await super()._determine_slot(command, *args))
+        slots: set[int] = {self.keyslot(name) for name in streams}
+        if len(slots) != 1:
+            raise RedisClusterException(f"{command} - all keys must map to the same key slot")
+        return slots.pop()
+
+
+def _read_streams(command: str, args: Sequence[Any]) -> Sequence[Any] | None:
+    """The stream names of an XREAD or XREADGROUP (`... STREAMS k1 k2 id1 id2`); None for
+    any other command, or one without STREAMS (Redis then refuses it)."""
+    if str(command).upper() not in ("XREAD", "XREADGROUP"):
+        return None
+    for i, arg in enumerate(args):
+        token = arg.decode() if isinstance(arg, bytes) else arg
+        if isinstance(token, str) and token.upper() == "STREAMS":
+            rest = args[i + 1 :]
+            return rest[: len(rest) // 2] or None
+    return None
 
 
 class _NodeScript(AsyncScript):  # type: ignore[misc]
