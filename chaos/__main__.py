@@ -133,21 +133,29 @@ def firsts(victims: dict[str, list[Victim]], rnd: random.Random) -> list[Victim]
 
 
 async def chaos(victims: dict[str, list[Victim]], stop: asyncio.Event, rnd: random.Random) -> None:
-    """Until stop: pick a victim, kill -9, wait a moment, start it again. The `firsts`
-    go first, once each (even past stop)."""
+    """The `firsts` first, once each (even past stop), each killed 0.2-0.5 s after the one
+    before, so that their downtimes overlap; then until stop: pick a victim, kill -9, wait
+    a moment, start it again."""
     kinds = list(WEIGHTS)
-    first = firsts(victims, rnd)
-    while first or not stop.is_set():
-        await asyncio.sleep(rnd.uniform(0.2, 0.5) if first else rnd.uniform(0.5, 2.0))
-        if first:
-            victim = first.pop()
-        else:
-            victim = rnd.choice(victims[rnd.choices(kinds, [WEIGHTS[k] for k in kinds])[0]])
-        await asyncio.to_thread(victim.kill)
-        journal(victim.name, "kill -9")
-        await asyncio.sleep(rnd.uniform(0.2, 1.5))
-        await asyncio.to_thread(victim.restart)
-        journal(victim.name, "restarted")
+    delay = 0.0
+    bounces = []
+    for victim in firsts(victims, rnd):
+        delay += rnd.uniform(0.2, 0.5)
+        bounces.append(bounce(victim, delay, rnd.uniform(0.2, 1.5)))
+    await asyncio.gather(*bounces)
+    while not stop.is_set():
+        victim = rnd.choice(victims[rnd.choices(kinds, [WEIGHTS[k] for k in kinds])[0]])
+        await bounce(victim, rnd.uniform(0.5, 2.0), rnd.uniform(0.2, 1.5))
+
+
+async def bounce(victim: Victim, after_s: float, down_s: float) -> None:
+    """In `after_s`: kill -9 `victim`, and `down_s` later start it again."""
+    await asyncio.sleep(after_s)
+    await asyncio.to_thread(victim.kill)
+    journal(victim.name, "kill -9")
+    await asyncio.sleep(down_s)
+    await asyncio.to_thread(victim.restart)
+    journal(victim.name, "restarted")
 
 
 def journal(name: str, what: str) -> None:

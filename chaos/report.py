@@ -123,8 +123,10 @@ def render(
         + f"{many(args.get('sweepers', 2), 'sweeper', 'sweepers')}, the webhooks service with "
         + f"{many(args.get('webhook_workers', 2), 'RQ worker', 'RQ workers')},",
         "the text, Telegram, Slack and Discord channel workers, Redis with",
-        "`appendfsync always`) while a driver kills one",
-        "of them with SIGKILL at random, waits a moment and starts it again (the webhooks'",
+        "`appendfsync always`) while a driver kills with SIGKILL first one process of each",
+        "channel worker (with replicas, also an API process and a sweeper), 0.2-0.5 s apart",
+        "and each down for 0.2-1.5 s, then one of them at random, waits a moment and",
+        "starts it again (the webhooks'",
         "RQ workers are restarted by their own supervisor); Redis is killed and restarted",
         "on its append-only file every 15-30 s. Each service process is forked, and then",
         "runs as `python -m <module>` would, from one that imported the services once",
