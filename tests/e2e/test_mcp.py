@@ -1,5 +1,7 @@
-"""The MCP server as its real console script over stdio, driven by the MCP SDK's own
-client, against the API as a process."""
+"""The MCP server driven by the MCP SDK's own client, against the API as a process: as its
+real console script over stdio (its tool list, an answered ask, its configuration from the
+environment), and in-process (`Client(server)`, the SDK's in-memory transport) for the
+rest, which would otherwise each pay a process's import of the SDK (~1.3 CPU-seconds)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ import anyio
 import httpx
 import jsonschema  # type: ignore[import-untyped]
 import pytest
+from askgate_mcp.config import load_settings
+from askgate_mcp.server import build_server
 from mcp import Client, StdioServerParameters
 from mcp_types import CallToolResult, TextContent
 
@@ -52,6 +56,17 @@ async def mcp_client(api_server: ApiProcess, tenant: Tenant, **env: str) -> Asyn
         yield client
 
 
+@asynccontextmanager
+async def mcp_in_process(api_server: ApiProcess, tenant: Tenant) -> AsyncIterator[Client]:
+    """The same server built in this process (`build_server`) with the same settings, and
+    an MCP client connected to it in memory."""
+    settings = load_settings(
+        url=api_server.url, api_key=tenant.api_key, session=SESSION, progress_interval_s=0.2
+    )
+    async with Client(build_server(settings)) as client:
+        yield client
+
+
 async def test_lists_ask_user_with_the_contract_schema(
     api_server: ApiProcess, tenant: Tenant
 ) -> None:
@@ -83,7 +98,7 @@ async def test_lists_ask_user_with_the_contract_schema(
 
 async def test_description_carries_model_guidance(api_server: ApiProcess, tenant: Tenant) -> None:
     """The tool description tells the model when to ask and how to shape the options."""
-    async with mcp_client(api_server, tenant) as client:
+    async with mcp_in_process(api_server, tenant) as client:
         description = (await client.list_tools()).tools[0].description or ""
         for phrase in (
             "genuinely the user's",
@@ -116,7 +131,7 @@ async def test_ask_user_returns_the_contract_result(api_server: ApiProcess, tena
 
 async def test_validation_error_is_tool_error(api_server: ApiProcess, tenant: Tenant) -> None:
     """A 422 from the API comes back as a tool error whose text names the field."""
-    async with mcp_client(api_server, tenant) as client:
+    async with mcp_in_process(api_server, tenant) as client:
         bad = {"questions": [{**SEED_INPUT["questions"][0], "id": "Deploy Target"}]}
         result = await client.call_tool("ask_user", bad)
         assert result.is_error
@@ -125,7 +140,7 @@ async def test_validation_error_is_tool_error(api_server: ApiProcess, tenant: Te
 
 async def test_progress_while_waiting(api_server: ApiProcess, tenant: Tenant) -> None:
     """While the human has not answered, the caller receives progress notifications."""
-    async with mcp_client(api_server, tenant) as client:
+    async with mcp_in_process(api_server, tenant) as client:
         seen: list[tuple[float, str | None]] = []
         got_progress = anyio.Event()
 
@@ -146,7 +161,7 @@ async def test_progress_while_waiting(api_server: ApiProcess, tenant: Tenant) ->
 
 async def test_cancelled_call_cancels_question(api_server: ApiProcess, tenant: Tenant) -> None:
     """A call the MCP client cancels ends the question as no_answer / cancelled."""
-    async with mcp_client(api_server, tenant) as client:
+    async with mcp_in_process(api_server, tenant) as client:
         async with anyio.create_task_group() as tg:
             tg.start_soon(client.call_tool, "ask_user", SEED_INPUT)
             question = await pending_question(api_server, tenant.headers, SESSION)
