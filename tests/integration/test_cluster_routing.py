@@ -21,18 +21,25 @@ from tests.support.waiting import eventually
 ROUTING_ERRORS = ("MOVED", "ASK", "CROSSSLOT", "TRYAGAIN")
 
 
-def routing_errors(cluster: RedisClusterProcess) -> dict[str, int]:
-    """Routing error replies sent so far, per `<port>:<error>`."""
-    out: dict[str, int] = {}
+def node_info(cluster: RedisClusterProcess, section: str) -> dict[int, dict[str, Any]]:
+    """`INFO <section>` of every node, by port."""
+    out = {}
     for node in cluster.nodes:
         client = redis_sync.Redis(host="127.0.0.1", port=node.port)
         try:
-            stats: dict[str, Any] = client.info("errorstats")
+            out[node.port] = client.info(section)
         finally:
             client.close()
-        for name in ROUTING_ERRORS:
-            out[f"{node.port}:{name}"] = int(stats.get(f"errorstat_{name}", {}).get("count", 0))
     return out
+
+
+def routing_errors(cluster: RedisClusterProcess) -> dict[str, int]:
+    """Routing error replies sent so far, per `<port>:<error>`."""
+    return {
+        f"{port}:{name}": int(stats.get(f"errorstat_{name}", {}).get("count", 0))
+        for port, stats in node_info(cluster, "errorstats").items()
+        for name in ROUTING_ERRORS
+    }
 
 
 async def test_no_moved_or_crossslot_after_warm_up(redis_cluster: RedisClusterProcess) -> None:
@@ -96,16 +103,11 @@ async def test_no_moved_or_crossslot_after_warm_up(redis_cluster: RedisClusterPr
 
 def command_calls(cluster: RedisClusterProcess, *names: str) -> dict[str, int]:
     """Calls of each command so far, summed over the nodes (`INFO commandstats`)."""
-    out = dict.fromkeys(names, 0)
-    for node in cluster.nodes:
-        client = redis_sync.Redis(host="127.0.0.1", port=node.port)
-        try:
-            stats: dict[str, Any] = client.info("commandstats")
-        finally:
-            client.close()
-        for name in names:
-            out[name] += int(stats.get(f"cmdstat_{name}", {}).get("calls", 0))
-    return out
+    nodes = node_info(cluster, "commandstats").values()
+    return {
+        name: sum(int(stats.get(f"cmdstat_{name}", {}).get("calls", 0)) for stats in nodes)
+        for name in names
+    }
 
 
 async def test_a_consumers_reads_ask_no_node_for_their_keys(
