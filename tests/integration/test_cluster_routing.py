@@ -126,7 +126,8 @@ async def test_a_consumers_reads_ask_no_node_for_their_keys(
     async def handle(event: Event) -> None:
         seen.add(event.question_id)
 
-    consumer = StreamConsumer(redis, "web", "c1", handle, block_ms=50)
+    # A consumer may be called "streams": the keys are those after the STREAMS option.
+    consumer = StreamConsumer(redis, "web", "streams", handle, block_ms=50)
     stop = asyncio.Event()
     reader = asyncio.create_task(consumer.run(stop))
     try:

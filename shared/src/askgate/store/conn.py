@@ -174,16 +174,25 @@ class ClusterClient(RedisCluster):  # type: ignore[misc]
 
 
 def _read_streams(command: str, args: Sequence[Any]) -> Sequence[Any] | None:
-    """The stream names of an XREAD or XREADGROUP (`... STREAMS k1 k2 id1 id2`); None for
-    any other command, or one without STREAMS (Redis then refuses it)."""
+    """The stream names of an XREAD or XREADGROUP (`... STREAMS k1 k2 id1 id2`), its
+    options read as Redis reads them (a group or consumer may be called "streams"); None
+    for any other command, or one whose arguments are not understood (redis-py then asks
+    a node, and Redis refuses what it does not understand)."""
     if str(command).upper() not in ("XREAD", "XREADGROUP"):
         return None
-    for i, arg in enumerate(args):
-        token = arg.decode() if isinstance(arg, bytes) else arg
-        if isinstance(token, str) and token.upper() == "STREAMS":
+    i = 0
+    while i < len(args):
+        token = args[i].decode() if isinstance(args[i], bytes) else args[i]
+        option = token.upper() if isinstance(token, str) else ""
+        if option == "STREAMS":
             rest = args[i + 1 :]
-            return rest[: len(rest) // 2] or None
+            return rest[: len(rest) // 2] if rest and len(rest) % 2 == 0 else None
+        i += _READ_OPTION_ARGS.get(option, 0) + 1
     return None
+
+
+# The options before STREAMS that take arguments, and how many.
+_READ_OPTION_ARGS = {"GROUP": 2, "COUNT": 1, "BLOCK": 1}
 
 
 class _NodeScript(AsyncScript):  # type: ignore[misc]
