@@ -19,6 +19,7 @@ from askgate_sweeper.__main__ import SERVICE
 from redis.asyncio import Redis
 
 from tests.support.asks import ask_body
+from tests.support.cli import askgate_cli
 from tests.support.processes import ApiProcess
 from tests.support.waiting import eventually
 
@@ -43,17 +44,6 @@ def sweeper(settings: Settings) -> Iterator[subprocess.Popen[bytes]]:
         proc.wait(10)
 
 
-def cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "askgate.dev.cli", *args],
-        env=_env(settings.redis_url, settings.redis_cluster),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
 def check(redis_url: str) -> int:
     return subprocess.run(
         [sys.executable, "-m", "askgate_sweeper", "--check"],
@@ -69,7 +59,8 @@ def test_stack_answers_and_expires(
     settings: Settings, api_process: ApiProcess, sweeper: subprocess.Popen[bytes]
 ) -> None:
     """A tenant from the CLI asks twice: one answered by reply, one expired by the sweeper."""
-    made = cli(settings, "tenant", "create", "e2e")
+    mode = {"ASKGATE_REDIS_CLUSTER": "true"} if settings.redis_cluster else {}
+    made = askgate_cli(settings.redis_url, "tenant", "create", "e2e", **mode)
     assert made.returncode == 0, made.stderr
     key = made.stdout.strip()
     assert key.startswith("ag_") and "only its hash is stored" in made.stderr

@@ -10,8 +10,6 @@ import importlib
 import itertools
 import os
 import secrets
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import AsyncIterator
 from functools import partial
@@ -36,6 +34,7 @@ from redis.crc import key_slot
 
 from tests.integration.http_receiver import Receiver
 from tests.support.asks import Tenant, ask_body, make_settings
+from tests.support.cli import askgate_cli
 from tests.support.waiting import eventually
 
 FUTURE_MS = 10**13  # past every deadline
@@ -482,21 +481,9 @@ def test_webhook_job_runs_on_the_jobs_redis(
         jobs_sync.close()
 
 
-def run_cli(url: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("ASKGATE_")}
-    return subprocess.run(
-        [sys.executable, "-m", "askgate.dev.cli", *args],
-        capture_output=True,
-        text=True,
-        env={**environ, "REDIS_URL": url, **env},
-        timeout=60,
-        check=False,
-    )
-
-
 def test_cli_creates_a_tenant_on_a_cluster(redis_cluster: RedisClusterProcess) -> None:
     """`askgate tenant create` with ASKGATE_REDIS_CLUSTER=true prints a working key."""
-    done = run_cli(redis_cluster.url, "tenant", "create", "acme", ASKGATE_REDIS_CLUSTER="true")
+    done = askgate_cli(redis_cluster.url, "tenant", "create", "acme", ASKGATE_REDIS_CLUSTER="true")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().startswith("ag_")
 
@@ -505,7 +492,7 @@ def test_cli_without_the_cluster_flag_says_what_to_set(
     redis_cluster: RedisClusterProcess,
 ) -> None:
     """Without the flag the CLI refuses (exit 2) and names ASKGATE_REDIS_CLUSTER."""
-    done = run_cli(redis_cluster.url, "tenant", "list")
+    done = askgate_cli(redis_cluster.url, "tenant", "list")
     assert done.returncode == 2
     assert "set ASKGATE_REDIS_CLUSTER=true" in done.stderr
 

@@ -3,15 +3,12 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import httpx
 from askgate.store.tenants import load_tenant
 from redis.asyncio import Redis
 
 from tests.support.asks import Tenant, ask_body
+from tests.support.cli import askgate_cli
 from tests.support.timers import created_ms, fire_timers
 
 TG = {"channel": "telegram", "chat_id": "1"}
@@ -75,21 +72,11 @@ async def test_an_ask_only_to_dead_channels_names_a_step_target(
     )
 
 
-def cli(redis_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "askgate.dev.cli", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "REDIS_URL": redis_url},
-        timeout=60,
-    )
-
-
 async def test_tenant_default_reminders_from_the_cli(
     app_client: httpx.AsyncClient, tenant: Tenant, redis: Redis, redis_url: str
 ) -> None:
     """`askgate tenant remind` sets what asks without `remind` get; `off` clears it."""
-    done = cli(redis_url, "tenant", "remind", tenant.id, "every_s=120", "max=2")
+    done = askgate_cli(redis_url, "tenant", "remind", tenant.id, "every_s=120", "max=2")
     assert done.returncode == 0, done.stderr
     loaded = await load_tenant(redis, tenant.id)
     assert loaded is not None and loaded.remind is not None
@@ -98,13 +85,13 @@ async def test_tenant_default_reminders_from_the_cli(
     body = ask_body(targets=[{"channel": "web"}])
     q = (await app_client.post("/v1/questions", json=body, headers=tenant.headers)).json()
     assert q["remind"] == {"every_s": 120, "max": 2, "final_warning_s": None, "sent": 0}
-    assert cli(redis_url, "tenant", "remind", tenant.id, "off").returncode == 0
+    assert askgate_cli(redis_url, "tenant", "remind", tenant.id, "off").returncode == 0
     cleared = await load_tenant(redis, tenant.id)
     assert cleared is not None and cleared.remind is None
 
 
 def test_a_bad_default_is_refused_by_the_cli(redis_url: str) -> None:
     """The CLI names the bad value and the fix, like the API."""
-    done = cli(redis_url, "tenant", "remind", "tnone", "every_s=5")
+    done = askgate_cli(redis_url, "tenant", "remind", "tnone", "every_s=5")
     assert done.returncode == 2
     assert "remind.every_s must be from 60 to 3600 seconds (got 5)" in done.stderr

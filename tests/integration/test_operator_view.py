@@ -4,10 +4,7 @@ tenant's API key."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 import time
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -16,6 +13,7 @@ import httpx
 from askgate.domain.signing import operator_link
 
 from tests.support.asks import SECRET, Tenant, ask_body
+from tests.support.cli import askgate_cli
 
 
 async def asked(client: httpx.AsyncClient, tenant: Tenant, session: str, **extra: Any) -> str:
@@ -138,17 +136,13 @@ def test_the_cli_prints_a_working_operator_link(redis_url: str, tenant: Tenant) 
     """`askgate tenant operator-link` signs with the secret the Control UI checks."""
     from askgate.domain.signing import verify_operator_link
 
-    done = subprocess.run(
-        [sys.executable, "-m", "askgate.dev.cli", "tenant", "operator-link", tenant.id],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={
-            **os.environ,
-            "REDIS_URL": redis_url,
-            "ASKGATE_SECRET_KEY": SECRET,
-            "ASKGATE_WEB_BASE_URL": "https://ui.example",
-        },
+    done = askgate_cli(
+        redis_url,
+        "tenant",
+        "operator-link",
+        tenant.id,
+        ASKGATE_SECRET_KEY=SECRET,
+        ASKGATE_WEB_BASE_URL="https://ui.example",
     )
     assert done.returncode == 0, done.stderr
     url = done.stdout.strip()

@@ -6,8 +6,6 @@ resolved by resolvers the tests control; receivers are local."""
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
@@ -26,6 +24,7 @@ from redis.asyncio import Redis
 
 from tests.integration.http_receiver import Receiver, Reply
 from tests.support.asks import SECRET, Tenant, ask_body, make_settings
+from tests.support.cli import askgate_cli
 from tests.support.waiting import eventually
 
 PUBLIC = "93.184.216.34"
@@ -183,17 +182,8 @@ async def test_cli_sets_and_clears_a_tenants_ranges(
     is refused with exit code 2."""
 
     async def cli(*args: str) -> int:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "askgate.dev.cli",
-            "tenant",
-            "outbound",
-            *args,
-            env={**os.environ, "REDIS_URL": redis_url},
-            stderr=asyncio.subprocess.DEVNULL,
-        )
-        return await proc.wait()
+        done = await asyncio.to_thread(askgate_cli, redis_url, "tenant", "outbound", *args)
+        return done.returncode
 
     assert await cli(tenant.id, "10.0.0.0/8,fd00::/8") == 0
     record = await load_tenant(redis, tenant.id)
