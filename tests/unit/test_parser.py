@@ -514,6 +514,20 @@ def test_the_keyed_line_may_come_first() -> None:
     }
 
 
+def test_a_key_declared_in_a_form_nfc_changes_still_keys_its_line() -> None:
+    """U+2F800 (a CJK compatibility ideograph) is NFC'd to U+4E3D, as every reply is: the
+    header and question as declared still key their lines (found by the property below)."""
+    compat = "\U0002f800"
+    assert unicodedata.normalize("NFC", compat) != compat
+    area = make("area", compat, f"{compat}\u0301?", ["Auth", "Billing"])
+    for key in (compat, f"{compat}\u0301"):
+        assert answers(parse_reply([WHEN, NOTE, area], f"q2: 1\n2\n{key}: 2")) == {
+            "meeting_time": ["Afternoon"],
+            "q2": ["No"],
+            "area": ["Billing"],
+        }
+
+
 @pytest.mark.parametrize(
     "value", ["2026-07-08", "https://example.com/a-b?c=d", "14:30", "10:00 - 11:00"]
 )

@@ -150,6 +150,12 @@ BAD_ASKS = [
         id="label-duplicate-ignoring-case",
     ),
     pytest.param(
+        with_question(options=options("Caf\u00e9", "Cafe\u0301")),
+        "questions[0].options[1].label 'Cafe\u0301' repeats options[0].label "
+        "(ignoring case); make each label distinct",
+        id="label-duplicate-composed-differently",
+    ),
+    pytest.param(
         ask(extra_field=1),
         "extra_field is not a known field; remove it",
         id="unknown-top-field",

@@ -210,7 +210,9 @@ def check_options_count(v: Any) -> Any:
 def check_labels_unique(options: list[Option]) -> None:
     seen: dict[str, int] = {}
     for i, opt in enumerate(options):
-        key = opt.label.casefold()
+        # As a reply is matched: "Café" typed precomposed or with U+0301 is one label.
+        label = opt.label if opt.label.isascii() else unicodedata.normalize("NFC", opt.label)
+        key = label.casefold()
         if key in seen:
             raise _err(
                 f"options[{i}].label {opt.label!r} repeats options[{seen[key]}].label "

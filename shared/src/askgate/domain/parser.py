@@ -90,14 +90,22 @@ def parse_value(question: QuestionIn, text: str, *, split_lines: bool = True) ->
     return list(values)
 
 
-def _key_index(questions: Sequence[QuestionIn], key: str) -> int | None:
+def _keys(questions: Sequence[QuestionIn]) -> list[tuple[str, ...]]:
+    """Each question's keys as a reply's key is compared: after NFC (the reply is NFC'd, so
+    a header declared as a compatibility ideograph such as U+2F800 must be too), casefolded."""
+    keys: list[tuple[str, ...]] = []
+    for q in questions:
+        text = normalize(q.question).casefold()
+        keys.append((q.id, normalize(q.header).casefold(), text, text.rstrip("?")))
+    return keys
+
+
+def _key_index(keys: Sequence[tuple[str, ...]], key: str) -> int | None:
     k = " ".join(key.split()).casefold()
-    if k.isdecimal() and 1 <= int(k) <= len(questions):  # isdigit() takes "²", int() not
+    if k.isdecimal() and 1 <= int(k) <= len(keys):  # isdigit() takes "²", int() not
         return int(k) - 1
-    for i, q in enumerate(questions):
-        if k in (q.id, q.header.casefold(), q.question.casefold().rstrip("?")) or (
-            k == q.question.casefold()
-        ):
+    for i, names in enumerate(keys):
+        if k in names:
             return i
     return None
 
@@ -110,9 +118,9 @@ def _sort_lines(
     `14:30`, `2026-07-08` or `https://…` merely look keyed, and are values."""
     found: dict[int, list[str]] = {}
     loose: list[str] = []
-    longest = _longest_key(questions)
+    keys, longest = _keys(questions), _longest_key(questions)
     for line in lines:
-        pair = _split_key(questions, line, longest) if line.strip() else None
+        pair = _split_key(keys, line, longest) if line.strip() else None
         if pair is None:
             loose.append(line)
         else:
@@ -127,13 +135,13 @@ def _longest_key(questions: Sequence[QuestionIn]) -> int:
     return max(len(q.question) for q in questions) * 2 + 16
 
 
-def _split_key(questions: Sequence[QuestionIn], line: str, longest: int) -> tuple[int, str] | None:
+def _split_key(keys: Sequence[tuple[str, ...]], line: str, longest: int) -> tuple[int, str] | None:
     """The first `key<sep>value` split of `line` whose key names a question: a header
     such as `Pre-check` holds a separator itself, so the first `-` is not always it."""
     for sep in _SEPARATOR.finditer(line, 0, longest):
         key = line[: sep.start()]
         if key.strip():
-            idx = _key_index(questions, key)
+            idx = _key_index(keys, key)
             if idx is not None:
                 return idx, line[sep.end() :]
     return None
