@@ -20,6 +20,7 @@ import shared with a fork safe. The server leaves when its parent closes the pip
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import importlib.util
 import json
@@ -184,10 +185,19 @@ def _serve(preload: list[str]) -> None:
 
 
 def _import(modules: list[str]) -> None:
-    for name in modules:
-        # The child runs the module again and reports its own import error, in its log.
-        with contextlib.suppress(Exception):
-            importlib.import_module(name)
+    # Without the cyclic collector while importing (aiogram's ~1,300 pydantic models would
+    # set it off again and again: a quarter of their import), then frozen: what an import
+    # builds lives as long as the process, so no collection in the server or in a child
+    # scans it again, and no child copies its pages by touching them (`gc.freeze`).
+    gc.disable()
+    try:
+        for name in modules:
+            # The child runs the module again and reports its own import error, in its log.
+            with contextlib.suppress(Exception):
+                importlib.import_module(name)
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 def _main_of(module: str) -> str:
