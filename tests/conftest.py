@@ -13,9 +13,10 @@ services as processes instead (tests/e2e/conftest.py).
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import secrets
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 from typing import Any
 
 import httpx
@@ -34,6 +35,19 @@ from tests.support.lanes import lanes
 
 # Fixtures whose processes live for the whole session on SHARED_DB.
 SESSION_SERVICES = frozenset({"api_server", "web_server"})
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
+    """Collection imports every service and its platform library (aiogram builds ~1,300
+    pydantic models): without the cyclic collector it takes a third less CPU in each
+    worker, and frozen afterwards, that heap is never scanned again by a collection."""
+    gc.disable()
+    try:
+        return (yield)
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
