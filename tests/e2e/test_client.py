@@ -14,6 +14,7 @@ from askgate_client import Askgate, AskResult, AsyncAskgate, InvalidAsk
 
 from tests.support.agents import answer_production, pending_question
 from tests.support.asks import Tenant, ask_body
+from tests.support.http import local_client
 from tests.support.processes import ApiProcess
 from tests.support.waiting import eventually
 
@@ -26,7 +27,7 @@ async def answer(api: ApiProcess, tenant: Tenant, question_id: str) -> None:
 
 
 async def session_questions(api: ApiProcess, tenant: Tenant, session: str) -> list[Any]:
-    async with httpx.AsyncClient(base_url=api.url, headers=tenant.headers) as http:
+    async with local_client(api.url, headers=tenant.headers) as http:
         r = await http.get("/v1/questions", params={"session": session})
         assert r.status_code == 200, r.text
         questions: list[Any] = r.json()["questions"]
@@ -100,7 +101,7 @@ async def test_ask_retries_503_during_redis_outage(tenant: Tenant) -> None:
             _, key = await create_tenant(redis, "outage")
         own = Tenant("t", key, "")
         redis_server.stop(graceful=True)  # flushes the AOF: the tenant survives
-        async with httpx.AsyncClient(base_url=api.url, headers=own.headers) as http:
+        async with local_client(api.url, headers=own.headers) as http:
             r = await http.post("/v1/questions", json=ask_body())
             assert r.status_code == 503 and "retry-after" in r.headers
         async with AsyncAskgate(api.url, key, session="s1") as ag:
@@ -134,7 +135,7 @@ async def test_skip_gives_no_answer_with_reason(api_server: ApiProcess, tenant: 
     async with AsyncAskgate(api_server.url, tenant.api_key, session="s1") as ag:
         task = asyncio.create_task(ag.ask(QUESTIONS, timeout_s=300))
         question = await pending_question(api_server, tenant.headers, "s1")
-        async with httpx.AsyncClient(base_url=api_server.url, headers=tenant.headers) as http:
+        async with local_client(api_server.url, headers=tenant.headers) as http:
             assert (await http.post(f"/v1/questions/{question['id']}/skip")).status_code == 200
         result = await task
     assert (result.tool_result, result.status, result.reason, result.answers) == (
@@ -199,7 +200,7 @@ async def test_one_client_holds_more_than_100_waits(api_server: ApiProcess, redi
             *(ag.start(QUESTIONS, session=f"w{i}", timeout_s=300) for i in range(WAITS))
         )
         waits = [asyncio.create_task(ag.wait(q.id)) for q in questions]
-        async with httpx.AsyncClient(base_url=api_server.url, headers=headers) as http:
+        async with local_client(api_server.url, headers=headers) as http:
 
             async def all_parked() -> bool:
                 return await waiters_held(http) == WAITS

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 from askgate_mcp.config import load_settings
@@ -23,6 +22,7 @@ from mcp_types import CallToolResult, TextContent
 
 from tests.support.agents import answer_production, pending_question
 from tests.support.asks import Tenant, ask_body
+from tests.support.http import local_client
 from tests.support.processes import ApiProcess
 from tests.support.waiting import eventually
 
@@ -166,7 +166,7 @@ async def test_cancelled_call_cancels_question(api_server: ApiProcess, tenant: T
             tg.start_soon(client.call_tool, "ask_user", SEED_INPUT)
             question = await pending_question(api_server, tenant.headers, SESSION)
             tg.cancel_scope.cancel()
-        async with httpx.AsyncClient(base_url=api_server.url, headers=tenant.headers) as http:
+        async with local_client(api_server.url, headers=tenant.headers) as http:
 
             async def ended() -> Any:
                 q = (await http.get(f"/v1/questions/{question['id']}")).json()

@@ -20,6 +20,7 @@ from redis.asyncio import Redis
 
 from tests.support.asks import ask_body
 from tests.support.cli import askgate_cli
+from tests.support.http import TLS
 from tests.support.processes import ApiProcess
 from tests.support.waiting import eventually
 
@@ -65,7 +66,7 @@ def test_stack_answers_and_expires(
     key = made.stdout.strip()
     assert key.startswith("ag_") and "only its hash is stored" in made.stderr
     h = {"Authorization": f"Bearer {key}"}
-    with httpx.Client(base_url=api_process.url, headers=h, timeout=30) as c:
+    with httpx.Client(base_url=api_process.url, headers=h, timeout=30, verify=TLS) as c:
         q = c.post("/v1/questions", json=ask_body(session="e2e-1")).json()
         assert c.post(f"/v1/questions/{q['id']}/reply", json={"text": "2"}).status_code == 200
         done = c.get(f"/v1/questions/{q['id']}/wait", params={"timeout_s": 10}).json()

@@ -10,6 +10,7 @@ from askgate.domain.signing import session_link_sig
 from playwright.async_api import Page, expect
 
 from tests.support.asks import SECRET, Tenant
+from tests.support.http import local_client
 from tests.support.processes import WebProcess
 from tests.support.web import MULTI_ASK, Shot, ask, wait_final
 
@@ -67,7 +68,7 @@ async def test_another_sessions_question_cannot_be_answered_through_a_link(
     a = await ask(app_client, tenant.headers, session="alpha")
     b = await ask(app_client, tenant.headers, session="bravo")
     query = a["web_url"].split("?", 1)[1]
-    async with httpx.AsyncClient(base_url=web_server.url) as web:
+    async with local_client(web_server.url) as web:
         r = await web.post(
             f"/api/answer?tenant={tenant.id}&session=alpha&{query}",
             json={"question_id": b["id"], "answers": {"deploy_target": ["Production"]}},

@@ -13,6 +13,7 @@ from askgate_telegram.service import TelegramService
 from redis.asyncio import Redis
 
 from tests.integration.telegram.fake_bot_api import FakeBotAPI
+from tests.support.http import TLS
 from tests.support.telegram import ADA, PRIVATE, Harness, tg_settings
 from tests.support.waiting import eventually
 
@@ -74,7 +75,7 @@ async def test_tap_fetched_by_a_poller_that_died_is_handled_by_the_next(
     token = tg.fake.sent()[0].token
     tap = fake.tap(prompt, prompt.buttons[1][0]["callback_data"], ADA)
     fake.push(token, tap)
-    async with httpx.AsyncClient() as http:  # the poller that dies with it in hand
+    async with httpx.AsyncClient(verify=TLS) as http:  # the poller that dies with it in hand
         r = await http.post(f"{fake.base}/bot{token}/getUpdates", data={"timeout": "0"})
     assert [u["update_id"] for u in r.json()["result"]] == [tap["update_id"]]
     service = TelegramService(

@@ -54,7 +54,9 @@ class AsyncAskgate:
         self.escalate = escalate
         self.retry_for_s = retry_for_s
         self._owns_http = http is None
-        self._http = http or httpx.AsyncClient(limits=p.pool_limits(max_connections))
+        self._http = http or httpx.AsyncClient(
+            limits=p.pool_limits(max_connections), verify=p.tls()
+        )
         self._headers = {"Authorization": f"Bearer {p.api_key_from_env(api_key)}"}
 
     async def __aenter__(self) -> AsyncAskgate:

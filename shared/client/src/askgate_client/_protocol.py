@@ -3,9 +3,11 @@ policy. No I/O here, so both clients behave the same by construction."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
+import ssl
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -159,6 +161,16 @@ def http_timeout(read_s: float) -> httpx.Timeout:
 # idle ones (left by 100 asks or waits that ended together) made it quadratic: a client
 # holding 100 waits spent 2.5 CPU-seconds on a round of them, 0.33 with 20 kept.
 KEEPALIVE = 20
+
+
+@functools.cache
+def tls() -> ssl.SSLContext:
+    """The TLS context every client that builds its own pool shares, made at its first
+    use: building one loads the CA bundle (~20-30 ms of CPU, more than an ask costs), so
+    an agent that opens a client per task pays that once per process, not per client.
+    It is httpx's default (certifi's bundle, or SSL_CERT_FILE / SSL_CERT_DIR as they were
+    then); pass `http=` for any other."""
+    return httpx.create_ssl_context()
 
 
 def pool_limits(max_connections: int | None) -> httpx.Limits:

@@ -44,7 +44,7 @@ class Askgate:
         self.escalate = escalate
         self.retry_for_s = retry_for_s
         self._owns_http = http is None
-        self._http = http or httpx.Client(limits=p.pool_limits(max_connections))
+        self._http = http or httpx.Client(limits=p.pool_limits(max_connections), verify=p.tls())
         self._headers = {"Authorization": f"Bearer {p.api_key_from_env(api_key)}"}
 
     def __enter__(self) -> Askgate:
