@@ -14,7 +14,9 @@ a session of its own, Python's default signal handlers, and then runs the module
 exit codes, tracebacks and atexit behave the same. The server reaps its children and
 answers `poll` with their exit codes; a child is a real process of its own, so a kill -9
 is a kill -9. Settings are built in `main()`, never at import, which is what makes an
-import shared with a fork safe. The server leaves when its parent closes the pipe.
+import shared with a fork safe. The server imports without the cyclic collector and then
+freezes what it imported (`gc.freeze`), so no child scans that heap in its collections
+or copies its pages by touching them. The server leaves when its parent closes the pipe.
 """
 
 from __future__ import annotations
