@@ -19,6 +19,8 @@ from askgate.dev.redis_server import RedisClusterProcess, RedisProcess
 from askgate.store import keys
 from askgate.store.conn import connect_sync
 
+from tests.support.http import TLS
+
 # Every service the driver starts, forked from one process that imported them all while
 # Redis started: a restart under chaos costs a fork, not an interpreter importing aiogram
 # (~4 s of CPU per Telegram worker). tests/e2e keeps real `python -m` starts.
@@ -32,7 +34,6 @@ SERVICES = [
     "askgate_discord.service",
 ]
 LAUNCHER = Launcher(preload=SERVICES)
-TLS = httpx.create_ssl_context()  # every URL the driver polls is local http://
 
 
 def wait_live(redis_url: str, channel: str, timeout_s: float = 30.0, cluster: bool = False) -> None:
@@ -83,8 +84,8 @@ class Component:
         self.pids.append(self.proc.pid)
         if self.ready_url:
             deadline = time.monotonic() + timeout_s
-            # One client for every poll, on the driver's one TLS context (a new one loads
-            # the CA bundle: ~30 ms of CPU).
+            # One client for every poll, on the tests' one TLS context (a new one loads the
+            # CA bundle: ~30 ms of CPU).
             with httpx.Client(timeout=1.0, verify=TLS) as http:
                 while time.monotonic() < deadline and self.proc.poll() is None:
                     with contextlib.suppress(httpx.HTTPError):

@@ -124,11 +124,15 @@ _RESERVED = {**dict.fromkeys(OTHER_LABELS, "other"), **dict.fromkeys(SKIP_LABELS
 _RECOMMENDED_CF = RECOMMENDED.casefold()
 
 
+def fold_label(label: str) -> str:
+    """A label as labels and replies are compared: NFC (a reply is NFC'd, so "Café" typed
+    precomposed or with U+0301 is one label), then ignoring case."""
+    return (label if label.isascii() else unicodedata.normalize("NFC", label)).casefold()
+
+
 def reserved_label(label: str) -> str | None:
     """'other' or 'skip' when a label means what askgate itself always offers."""
-    norm = label.casefold()
-    if not norm.isascii():
-        norm = unicodedata.normalize("NFC", norm)
+    norm = fold_label(label)
     if norm.endswith(_RECOMMENDED_CF):
         norm = norm[: -len(_RECOMMENDED_CF)]
     return _RESERVED.get(norm.strip().rstrip(".…:!? ").strip())
@@ -210,9 +214,7 @@ def check_options_count(v: Any) -> Any:
 def check_labels_unique(options: list[Option]) -> None:
     seen: dict[str, int] = {}
     for i, opt in enumerate(options):
-        # As a reply is matched: "Café" typed precomposed or with U+0301 is one label.
-        label = opt.label if opt.label.isascii() else unicodedata.normalize("NFC", opt.label)
-        key = label.casefold()
+        key = fold_label(opt.label)
         if key in seen:
             raise _err(
                 f"options[{i}].label {opt.label!r} repeats options[{seen[key]}].label "
