@@ -66,14 +66,14 @@ def create_app(settings: Settings) -> FastAPI:
         finally:
             feed.close()
             stop.set()
+            # The reader's connection is dropped first: that ends a blocking XREAD at
+            # once, where a cancel landing as its reply arrives was seen to go unnoticed
+            # until the grace ran out (a second of every stop).
+            await reader.aclose()
             for task in tasks:
                 task.cancel()
             _, pending = await asyncio.wait(tasks, timeout=STOP_GRACE_S)
             if pending:
-                # redis-py can swallow a cancel that lands inside a blocking XREAD's read
-                # timeout and keep reading; dropping the connection ends the read, and a
-                # second cancel then stops the task.
-                await reader.aclose()
                 for task in pending:
                     task.cancel()
                 await asyncio.wait(pending, timeout=STOP_GRACE_S)
