@@ -1,12 +1,20 @@
-"""The stream consumer on real Redis: entries of different streams are told apart."""
+"""The stream consumer on real Redis: entries of different streams are told apart, and a
+stopping consumer does not wait out its blocking reads."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import pytest
 from askgate.runtime.consumer import Event, StreamConsumer
+from askgate.settings import Settings
 from askgate.store import keys
-from askgate.store.conn import read_groups
+from askgate.store.conn import Client, consumer_client, read_groups
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.both_redis
 
@@ -53,3 +61,54 @@ async def test_entries_handled_together_are_all_acknowledged(redis: Redis) -> No
     await consumer.process(events)
     pending = {s: (await redis.xpending(s, keys.group("text")))["pending"] for s in streams}
     assert pending == {**dict.fromkeys(streams[:4], 0), streams[4]: 1}
+
+
+async def blocked_reads(redis: Client, name: str) -> int:
+    """How many connections named `name` wait in a blocking command, on every master."""
+    nodes: list[Any] = redis.get_primaries() if isinstance(redis, RedisCluster) else [None]
+    blocked = 0
+    for node in nodes:
+        target = {} if node is None else {"target_nodes": node}
+        for row in await redis.client_list(**target):
+            blocked += row.get("name") == name and "b" in row["flags"]
+    return blocked
+
+
+async def test_a_stopping_consumer_ends_its_blocking_reads(
+    redis: Redis, settings: Settings
+) -> None:
+    """A consumer whose reads block for a minute stops without waiting them out (its reads
+    are ended as if their block had run out), and an entry written after the stop is read
+    by the next consumer: no read that was ended took it."""
+    client = consumer_client(settings.redis_url, cluster=settings.redis_cluster, block_ms=60_000)
+    seen: list[str] = []
+
+    async def handle(ev: Event) -> None:
+        seen.append(ev.question_id)
+
+    consumer = StreamConsumer(client, "text", "c1", handle, block_ms=60_000)
+    stop = asyncio.Event()
+    task = asyncio.create_task(consumer.run(stop))
+    try:
+        name = await client.client_getname()
+        readers = len(read_groups(client, consumer.streams))
+        await eventually(
+            lambda: _at_least(blocked_reads(redis, name), readers), f"{readers} blocked reads"
+        )
+        stop.set()
+        await asyncio.wait_for(task, 10)  # a read left to its block would hold it 60 s
+        stream = keys.all_events("text")[0]
+        await redis.xadd(stream, {"type": "question.created", "id": "q00aaaaaaaaaaaaaaaa"})
+        after = StreamConsumer(redis, "text", "c2", handle, block_ms=10)
+        assert [ev.question_id for ev in await after.read(streams=[stream])] == [
+            "q00aaaaaaaaaaaaaaaa"
+        ]
+        assert seen == []
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 70)
+        await client.aclose()
+
+
+async def _at_least(count: Any, n: int) -> bool:
+    return bool(await count >= n)

@@ -26,7 +26,7 @@ from redis.exceptions import RedisError, ResponseError
 
 from askgate.domain.events import QuestionEvent, parse_event
 from askgate.store import keys
-from askgate.store.conn import read_groups, warm
+from askgate.store.conn import read_groups, unblock_reads, warm
 
 log = structlog.get_logger("askgate.consumer")
 
@@ -36,6 +36,9 @@ ERROR_BACKOFF_S = 0.5
 # An entry delivered this many times without success is acknowledged as dead (logged),
 # so one poison entry cannot block its stream forever.
 MAX_DELIVERIES = 10
+# A stopping consumer ends its readers' blocking reads, and again after this long for a
+# reader that was between two reads (the next one blocks).
+UNBLOCK_AGAIN_S = 0.05
 
 
 class RetryLater(Exception):
@@ -140,11 +143,25 @@ class StreamConsumer:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), max(wait, 0.01))
         finally:
-            # Each reader ends after its current read (at most block_ms).
+            await self._end_reads(readers)
             await asyncio.gather(*readers, return_exceptions=True)
             await self.drain()
             await self.acked()
         log.info("consumer.stopped", channel=self.channel, consumer=self.consumer)
+
+    async def _end_reads(self, readers: list[asyncio.Task[None]]) -> None:
+        """Each reader ends after its current read: at once where this consumer's client
+        may end its blocking reads (`conn.unblock_reads`), else within block_ms. A reader
+        between two reads when asked blocks in the next one, so this asks again until
+        every reader has ended."""
+        pending = {reader for reader in readers if not reader.done()}
+        while pending:
+            try:
+                await unblock_reads(self.redis)
+            except (RedisError, OSError) as exc:
+                log.info("consumer.reads_not_unblocked", channel=self.channel, error=str(exc))
+                return
+            _, pending = await asyncio.wait(pending, timeout=UNBLOCK_AGAIN_S)
 
     async def _read_loop(self, streams: list[str], stop: asyncio.Event) -> None:
         """Read new entries of `streams` (one blocking read at a time) until `stop`. An

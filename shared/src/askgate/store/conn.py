@@ -15,6 +15,10 @@ cluster node would answer only for the slots that node holds, so it refuses to s
 from __future__ import annotations
 
 import contextlib
+import itertools
+import os
+import socket
+import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeAlias
 from urllib.parse import urlsplit
@@ -224,12 +228,15 @@ def connect(
     connect_timeout_s: float = 1.0,
     socket_timeout_s: float | None = 5.0,
     cluster_retries: int | None = None,
+    client_name: str | None = None,
 ) -> Client:
     """An asyncio client: `RedisCluster` when `cluster`, else one Redis behind a blocking
     pool. max_connections is per node on a cluster. cluster_retries: how many times the
     cluster client tries a command again after a connection error, each time after a
     fresh look at the cluster's layout (default redis-py's 3, which rides out a failover;
-    0 for a caller that tries again soon anyway)."""
+    0 for a caller that tries again soon anyway). client_name: the name each connection
+    gives itself (CLIENT SETNAME), as `CLIENT LIST` shows it."""
+    named = {} if client_name is None else {"client_name": client_name}
     if cluster:
         retry = {} if cluster_retries is None else {"retry": Retry(NoBackoff(), cluster_retries)}
         return ClusterClient.from_url(
@@ -239,6 +246,7 @@ def connect(
             socket_timeout=socket_timeout_s,
             driver_info=DRIVER,
             **retry,
+            **named,
         )
     pool = BlockingConnectionPool.from_url(
         url,
@@ -247,6 +255,7 @@ def connect(
         socket_connect_timeout=connect_timeout_s,
         socket_timeout=socket_timeout_s,
         driver_info=DRIVER,
+        **named,
     )
     _pack_with_hiredis(pool)
     return Redis.from_pool(pool)  # the client owns the pool: aclose() closes it
@@ -261,8 +270,53 @@ def consumer_client(url: str, *, cluster: bool, block_ms: int) -> Client:
     sent the entry round again a lease later (at 200 asks/s on 2 cores: ~550 "No
     connection available" per 30 s and 420 of 6,000 prompts not shown 20 s after the last
     ask). Every command is bounded by the socket timeout, so a connection always comes
-    back."""
-    return connect(url, cluster=cluster, socket_timeout_s=block_ms / 1000 + 10, pool_timeout_s=None)
+    back. Its connections carry a name of their own, by which a stopping consumer finds
+    its blocking reads (`unblock_reads`)."""
+    name = f"askgate-reader-{socket.gethostname()}-{os.getpid()}-{next(_reader_numbers)}"
+    client = connect(
+        url,
+        cluster=cluster,
+        socket_timeout_s=block_ms / 1000 + 10,
+        pool_timeout_s=None,
+        client_name=name,
+    )
+    _reader_names[client] = name
+    return client
+
+
+# The clients of `consumer_client`, and the name their connections have on the server.
+_reader_names: weakref.WeakKeyDictionary[Client, str] = weakref.WeakKeyDictionary()
+_reader_numbers = itertools.count()
+
+
+async def unblock_reads(client: Client) -> int:
+    """End the blocking reads (XREAD or XREADGROUP with BLOCK) that connections of
+    `client`, a `consumer_client`, wait in, as if their block had run out (`CLIENT
+    UNBLOCK`): a stopping consumer need not wait out a block of seconds. Redis serves a
+    read or unblocks it, never both, so no entry is handed to a read that was ended. How
+    many were ended (0 for any other client). Raises RedisError when the server refuses
+    `CLIENT LIST` or `CLIENT UNBLOCK` (an ACL without them): the reads then end with their
+    block. On a cluster, a master that cannot be reached is passed over."""
+    name = _reader_names.get(client)
+    if name is None:
+        return 0
+    if not isinstance(client, RedisCluster):
+        return await _unblock_named(client, name, {})
+    ended = 0
+    for node in client.get_primaries():
+        try:
+            ended += await _unblock_named(client, name, {"target_nodes": node})
+        except (RedisConnectionError, RedisTimeoutError, OSError):
+            continue  # its reads end with their block, or with the node
+    return ended
+
+
+async def _unblock_named(client: Client, name: str, target: dict[str, Any]) -> int:
+    ended = 0
+    for row in await client.client_list(**target):
+        if row.get("name") == name and "b" in row.get("flags", ""):
+            ended += bool(await client.client_unblock(int(row["id"]), **target))
+    return ended
 
 
 def connect_sync(
