@@ -4,6 +4,7 @@ stopping consumer does not wait out its blocking reads."""
 from __future__ import annotations
 
 import asyncio
+import secrets
 from typing import Any
 
 import pytest
@@ -112,3 +113,44 @@ async def test_a_stopping_consumer_ends_its_blocking_reads(
 
 async def _at_least(count: Any, n: int) -> bool:
     return bool(await count >= n)
+
+
+async def test_a_consumer_whose_acl_denies_client_unblock_stops_after_its_block(
+    redis: Redis, settings: Settings
+) -> None:
+    """A Redis user without the @admin and @dangerous commands (CLIENT LIST and CLIENT
+    UNBLOCK; on Redis 6 CLIENT SETNAME too) still consumes, and a stopping consumer then
+    waits its read out."""
+    user, password = f"reader-{secrets.token_hex(4)}", secrets.token_hex(8)
+    everywhere = {"target_nodes": RedisCluster.ALL_NODES} if settings.redis_cluster else {}
+    await redis.acl_setuser(
+        user,
+        enabled=True,
+        passwords=[f"+{password}"],
+        keys=["*"],
+        channels=["*"],
+        commands=["+@all", "-@admin", "-@dangerous"],
+        **everywhere,
+    )
+    url = settings.redis_url.replace("redis://", f"redis://{user}:{password}@", 1)
+    client = consumer_client(url, cluster=settings.redis_cluster, block_ms=300)
+    seen: list[str] = []
+
+    async def handle(ev: Event) -> None:
+        seen.append(ev.question_id)
+
+    consumer = StreamConsumer(client, "text", "c1", handle, block_ms=300)
+    stop = asyncio.Event()
+    task = asyncio.create_task(consumer.run(stop))
+    try:
+        stream = keys.all_events("text")[0]
+        await redis.xadd(stream, {"type": "question.created", "id": "q00aaaaaaaaaaaaaaaa"})
+        await eventually(lambda: seen, "the entry handled")
+        stop.set()
+        await asyncio.wait_for(task, 10)
+        assert seen == ["q00aaaaaaaaaaaaaaaa"]
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 10)
+        await client.aclose()
+        await redis.acl_deluser(user, **everywhere)

@@ -36,7 +36,7 @@ from redis.connection import HiredisRespSerializer
 from redis.crc import key_slot
 from redis.driver_info import DriverInfo
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, RedisClusterException, RedisError
+from redis.exceptions import NoScriptError, RedisClusterException, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT, KeyT, ScriptTextT
 from redis.utils import HIREDIS_AVAILABLE
@@ -228,15 +228,12 @@ def connect(
     connect_timeout_s: float = 1.0,
     socket_timeout_s: float | None = 5.0,
     cluster_retries: int | None = None,
-    client_name: str | None = None,
 ) -> Client:
     """An asyncio client: `RedisCluster` when `cluster`, else one Redis behind a blocking
     pool. max_connections is per node on a cluster. cluster_retries: how many times the
     cluster client tries a command again after a connection error, each time after a
     fresh look at the cluster's layout (default redis-py's 3, which rides out a failover;
-    0 for a caller that tries again soon anyway). client_name: the name each connection
-    gives itself (CLIENT SETNAME), as `CLIENT LIST` shows it."""
-    named = {} if client_name is None else {"client_name": client_name}
+    0 for a caller that tries again soon anyway)."""
     if cluster:
         retry = {} if cluster_retries is None else {"retry": Retry(NoBackoff(), cluster_retries)}
         return ClusterClient.from_url(
@@ -246,7 +243,6 @@ def connect(
             socket_timeout=socket_timeout_s,
             driver_info=DRIVER,
             **retry,
-            **named,
         )
     pool = BlockingConnectionPool.from_url(
         url,
@@ -255,7 +251,6 @@ def connect(
         socket_connect_timeout=connect_timeout_s,
         socket_timeout=socket_timeout_s,
         driver_info=DRIVER,
-        **named,
     )
     _pack_with_hiredis(pool)
     return Redis.from_pool(pool)  # the client owns the pool: aclose() closes it
@@ -274,14 +269,42 @@ def consumer_client(url: str, *, cluster: bool, block_ms: int) -> Client:
     its blocking reads (`unblock_reads`)."""
     name = f"askgate-reader-{socket.gethostname()}-{os.getpid()}-{next(_reader_numbers)}"
     client = connect(
-        url,
-        cluster=cluster,
-        socket_timeout_s=block_ms / 1000 + 10,
-        pool_timeout_s=None,
-        client_name=name,
+        url, cluster=cluster, socket_timeout_s=block_ms / 1000 + 10, pool_timeout_s=None
     )
+    _name_connections(client, name)
     _reader_names[client] = name
     return client
+
+
+class _ReaderName:
+    """Names a consumer client's connection (CLIENT SETNAME) once it is up, where the
+    server allows it, so that a stopping consumer finds its blocking reads in CLIENT LIST.
+    Not redis-py's own client_name, which fails the connection when SETNAME is refused:
+    Redis 6 files all of CLIENT under @admin, and a user without it must still consume."""
+
+    reader_name = ""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.register_connect_callback(self._name_itself)  # type: ignore[attr-defined]
+
+    async def _name_itself(self, connection: Any) -> None:
+        with contextlib.suppress(ResponseError):
+            await connection.send_command("CLIENT", "SETNAME", self.reader_name)
+            await connection.read_response()
+
+
+def _name_connections(client: Client, name: str) -> None:
+    def named(base: type) -> type:
+        return type(base.__name__, (_ReaderName, base), {"reader_name": name})
+
+    if isinstance(client, RedisCluster):
+        params = client.nodes_manager.connection_kwargs
+        params["connection_class"] = named(params["connection_class"])
+        for node in client.nodes_manager.startup_nodes.values():
+            node.connection_class = named(node.connection_class)
+    else:
+        client.connection_pool.connection_class = named(client.connection_pool.connection_class)
 
 
 # The clients of `consumer_client`, and the name their connections have on the server.
