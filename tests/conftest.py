@@ -141,11 +141,25 @@ async def redis(
     await client.aclose()
 
 
+# The session's clusters (`redis_cluster`, `own_cluster`), launched ahead of the tests.
+SPARES = Spares()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """In an xdist worker (`make test`), the first cluster is launched before the tests are
+    collected, so that its masters' 2 s before they say ok pass during the collection (each
+    worker's first cluster test waited them out)."""
+    if hasattr(session.config, "workerinput"):
+        SPARES.launch_first()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    SPARES.close()
+
+
 @pytest.fixture(scope="session")
-def spare_clusters() -> Iterator[Spares]:
-    spares = Spares()
-    yield spares
-    spares.close()
+def spare_clusters() -> Spares:
+    return SPARES
 
 
 @pytest.fixture(scope="session")

@@ -20,24 +20,31 @@ AHEAD = 2
 
 class Spares:
     """`take()` a 3-master cluster that is ok (yours to kill nodes of, and to stop).
-    Nothing is launched before the first `take()`."""
+    Nothing is launched before `launch_first()` or the first `take()`."""
 
     def __init__(self) -> None:
         self._launched: deque[RedisClusterProcess] = deque()
 
+    def launch_first(self) -> None:
+        """Launch the cluster the first `take()` gets, so that its 2 s pass meanwhile."""
+        self._launch(1)
+
     def take(self) -> RedisClusterProcess:
         cluster = self._launched.popleft() if self._launched else RedisClusterProcess().launch()
-        with contextlib.suppress(RedisError, RuntimeError, OSError):
-            # A spare that fails to launch (a port taken meanwhile) is not this test's
-            # failure: the next take() launches another.
-            while len(self._launched) < AHEAD:
-                self._launched.append(RedisClusterProcess().launch())
+        self._launch(AHEAD)
         try:
             cluster.wait_ok()
         except BaseException:
             cluster.stop()
             raise
         return cluster
+
+    def _launch(self, ahead: int) -> None:
+        with contextlib.suppress(RedisError, RuntimeError, OSError):
+            # A spare that fails to launch (a port taken meanwhile) is not this test's
+            # failure: the next take() launches another.
+            while len(self._launched) < ahead:
+                self._launched.append(RedisClusterProcess().launch())
 
     def close(self) -> None:
         while self._launched:
