@@ -8,12 +8,7 @@ import logging
 import sys
 from typing import Any
 
-import anyio
-import uvicorn
-from mcp.server.stdio import stdio_server
-
 from askgate_mcp.config import ConfigError, McpSettings, load_settings
-from askgate_mcp.server import build_server
 
 JSON_FLAGS = {
     "targets": "a JSON list of targets",
@@ -94,6 +89,14 @@ def main(argv: list[str] | None = None) -> None:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # The SDK and the server only now: --help and a configuration error answer without
+    # them (importing the SDK is about a second of CPU).
+    import anyio
+    import uvicorn
+    from mcp.server.stdio import stdio_server
+
+    from askgate_mcp.server import build_server
+
     server = build_server(settings)
     if args.http is not None:
         app = server.streamable_http_app(host=args.host)
