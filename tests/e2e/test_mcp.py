@@ -10,15 +10,12 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 from askgate_mcp.config import load_settings
-from askgate_mcp.server import build_server
-from mcp import Client, StdioServerParameters
-from mcp_types import CallToolResult, TextContent
 
 from tests.support.agents import answer_production, pending_question
 from tests.support.asks import Tenant, ask_body
@@ -26,12 +23,20 @@ from tests.support.http import local_client
 from tests.support.processes import ApiProcess
 from tests.support.waiting import eventually
 
+if TYPE_CHECKING:
+    # The SDK is imported by the tests that use it (the worker that runs this module),
+    # not by every worker's collection (~1 CPU-second each).
+    from mcp import Client
+    from mcp_types import CallToolResult
+
 SEED_INPUT = {k: v for k, v in ask_body().items() if k in ("questions", "timeoutSeconds")}
 SEED_ANSWERED = {"status": "answered", "answers": {"answers": {"deploy_target": ["Production"]}}}
 SESSION = "mcp-session"
 
 
 def text_of(result: CallToolResult) -> str:
+    from mcp_types import TextContent
+
     block = result.content[0]
     assert isinstance(block, TextContent)
     return block.text
@@ -42,6 +47,8 @@ async def mcp_client(api_server: ApiProcess, tenant: Tenant, **env: str) -> Asyn
     """`askgate-mcp` spawned over stdio for this tenant (`env` on top), and a connected
     MCP client (a context manager, not a fixture: anyio needs one task to enter and exit
     it)."""
+    from mcp import Client, StdioServerParameters
+
     params = StdioServerParameters(
         command=str(Path(sys.executable).parent / "askgate-mcp"),
         env={
@@ -60,6 +67,9 @@ async def mcp_client(api_server: ApiProcess, tenant: Tenant, **env: str) -> Asyn
 async def mcp_in_process(api_server: ApiProcess, tenant: Tenant) -> AsyncIterator[Client]:
     """The same server built in this process (`build_server`) with the same settings, and
     an MCP client connected to it in memory."""
+    from askgate_mcp.server import build_server
+    from mcp import Client
+
     settings = load_settings(
         url=api_server.url, api_key=tenant.api_key, session=SESSION, progress_interval_s=0.2
     )
