@@ -14,6 +14,7 @@ cluster node would answer only for the slots that node holds, so it refuses to s
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import os
@@ -95,6 +96,39 @@ class _TornDownIsConnectionError:
             raise RedisConnectionError(f"connection closed while writing: {exc}") from exc
 
 
+class _SendUnderATimeout:
+    """Sends a command as redis-py does (the same checks, errors and disconnects), bounded
+    by the socket timeout under `asyncio.timeout` rather than redis-py's
+    `asyncio.wait_for`, which on Python 3.11 runs each send in a task of its own: a task
+    made, scheduled and finished for every command and pipeline of every askgate process
+    (~20 µs of CPU each here, a tenth of a command's)."""
+
+    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        conn: Any = self
+        if not conn.is_connected:
+            await conn.connect_check_health(check_health=False)
+        if check_health:
+            await conn.check_health()
+        if isinstance(command, str):
+            command = command.encode()
+        if isinstance(command, bytes):
+            command = [command]
+        try:
+            conn._writer.writelines(command)
+            async with asyncio.timeout(conn.socket_timeout or None):
+                await conn._writer.drain()
+        except TimeoutError:
+            await conn.disconnect(nowait=True)
+            raise RedisTimeoutError("Timeout writing to socket") from None
+        except OSError as exc:
+            await conn.disconnect(nowait=True)
+            err, message = ("UNKNOWN", exc.args[0]) if len(exc.args) == 1 else exc.args[:2]
+            raise RedisConnectionError(f"Error {err} while writing to socket. {message}.") from exc
+        except BaseException:
+            await conn.disconnect(nowait=True)
+            raise
+
+
 _CLASSES: dict[tuple[type, ...], type] = {}
 
 
@@ -102,7 +136,7 @@ def _connection_class(base: type, *mixins: type) -> type:
     """`base` (TCP, TLS, unix socket) with `mixins` first, made once per combination."""
     if issubclass(base, _TornDownIsConnectionError):
         return base
-    bases = (*mixins, _TornDownIsConnectionError, base)
+    bases = (*mixins, _TornDownIsConnectionError, _SendUnderATimeout, base)
     if bases not in _CLASSES:
         _CLASSES[bases] = type(f"Askgate{base.__name__}", bases, {})
     return _CLASSES[bases]
