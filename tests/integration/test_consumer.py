@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -75,6 +78,39 @@ async def blocked_reads(redis: Client, name: str) -> int:
     return blocked
 
 
+@dataclass
+class Running:
+    """A text-channel consumer running on its own client, and what it handled."""
+
+    consumer: StreamConsumer
+    client: Client
+    seen: list[str]
+    stop: asyncio.Event
+    task: asyncio.Task[None]
+
+    async def stopped(self, within_s: float) -> None:
+        self.stop.set()
+        await asyncio.wait_for(self.task, within_s)
+
+
+@asynccontextmanager
+async def running(client: Client, block_ms: int) -> AsyncIterator[Running]:
+    """A consumer on `client` (closed afterwards) reading with `block_ms` blocks."""
+    seen: list[str] = []
+
+    async def handle(ev: Event) -> None:
+        seen.append(ev.question_id)
+
+    consumer = StreamConsumer(client, "text", "c1", handle, block_ms=block_ms)
+    stop = asyncio.Event()
+    run = Running(consumer, client, seen, stop, asyncio.create_task(consumer.run(stop)))
+    try:
+        yield run
+    finally:
+        await run.stopped(block_ms / 1000 + 10)
+        await client.aclose()
+
+
 async def test_a_stopping_consumer_ends_its_blocking_reads(
     redis: Redis, settings: Settings
 ) -> None:
@@ -82,33 +118,20 @@ async def test_a_stopping_consumer_ends_its_blocking_reads(
     are ended as if their block had run out), and an entry written after the stop is read
     by the next consumer: no read that was ended took it."""
     client = consumer_client(settings.redis_url, cluster=settings.redis_cluster, block_ms=60_000)
-    seen: list[str] = []
-
-    async def handle(ev: Event) -> None:
-        seen.append(ev.question_id)
-
-    consumer = StreamConsumer(client, "text", "c1", handle, block_ms=60_000)
-    stop = asyncio.Event()
-    task = asyncio.create_task(consumer.run(stop))
-    try:
+    async with running(client, 60_000) as run:
         name = await client.client_getname()
-        readers = len(read_groups(client, consumer.streams))
+        readers = len(read_groups(client, run.consumer.streams))
         await eventually(
             lambda: _at_least(blocked_reads(redis, name), readers), f"{readers} blocked reads"
         )
-        stop.set()
-        await asyncio.wait_for(task, 10)  # a read left to its block would hold it 60 s
+        await run.stopped(10)  # a read left to its block would hold it 60 s
         stream = keys.all_events("text")[0]
         await redis.xadd(stream, {"type": "question.created", "id": "q00aaaaaaaaaaaaaaaa"})
-        after = StreamConsumer(redis, "text", "c2", handle, block_ms=10)
+        after = StreamConsumer(redis, "text", "c2", run.consumer.handler, block_ms=10)
         assert [ev.question_id for ev in await after.read(streams=[stream])] == [
             "q00aaaaaaaaaaaaaaaa"
         ]
-        assert seen == []
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, 70)
-        await client.aclose()
+        assert run.seen == []
 
 
 async def _at_least(count: Any, n: int) -> bool:
@@ -133,24 +156,13 @@ async def test_a_consumer_whose_acl_denies_client_unblock_stops_after_its_block(
         **everywhere,
     )
     url = settings.redis_url.replace("redis://", f"redis://{user}:{password}@", 1)
-    client = consumer_client(url, cluster=settings.redis_cluster, block_ms=300)
-    seen: list[str] = []
-
-    async def handle(ev: Event) -> None:
-        seen.append(ev.question_id)
-
-    consumer = StreamConsumer(client, "text", "c1", handle, block_ms=300)
-    stop = asyncio.Event()
-    task = asyncio.create_task(consumer.run(stop))
     try:
-        stream = keys.all_events("text")[0]
-        await redis.xadd(stream, {"type": "question.created", "id": "q00aaaaaaaaaaaaaaaa"})
-        await eventually(lambda: seen, "the entry handled")
-        stop.set()
-        await asyncio.wait_for(task, 10)
-        assert seen == ["q00aaaaaaaaaaaaaaaa"]
+        client = consumer_client(url, cluster=settings.redis_cluster, block_ms=300)
+        async with running(client, 300) as run:
+            stream = keys.all_events("text")[0]
+            await redis.xadd(stream, {"type": "question.created", "id": "q00aaaaaaaaaaaaaaaa"})
+            await eventually(lambda: run.seen, "the entry handled")
+            await run.stopped(10)
+            assert run.seen == ["q00aaaaaaaaaaaaaaaa"]
     finally:
-        stop.set()
-        await asyncio.wait_for(task, 10)
-        await client.aclose()
         await redis.acl_deluser(user, **everywhere)
