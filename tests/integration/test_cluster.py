@@ -557,3 +557,27 @@ def test_webhooks_on_a_cluster_needs_a_jobs_redis(
     )
     assert code == 2, err
     assert "ASKGATE_JOBS_REDIS_URL must be set" in err
+
+
+async def test_a_process_reads_the_command_table_once(redis_cluster: RedisClusterProcess) -> None:
+    """redis-py's cluster client reads the command table (COMMAND) to find a command's
+    keys; askgate's clients of one process read it once, and find keys with it."""
+
+    async def command_calls(client: RedisCluster) -> int:
+        stats = await client.info("commandstats", target_nodes=RedisCluster.ALL_NODES)
+        return sum(int(node.get("cmdstat_command", {}).get("calls", 0)) for node in stats.values())
+
+    first = connect(redis_cluster.url, cluster=True)
+    second = connect(redis_cluster.url, cluster=True)
+    assert isinstance(first, RedisCluster) and isinstance(second, RedisCluster)
+    try:
+        await first.initialize()
+        before = await command_calls(first)
+        await second.initialize()
+        for n in range(20):  # keys on every node
+            await second.set(f"k{n}", n)
+        assert [await second.get(f"k{n}") for n in range(20)] == [b"%d" % n for n in range(20)]
+        assert await command_calls(first) == before
+    finally:
+        await first.aclose()
+        await second.aclose()

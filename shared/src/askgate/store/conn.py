@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 import hiredis
 import redis as redis_sync
+from redis._parsers.commands import AsyncCommandsParser
 from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
 from redis.asyncio.client import Pipeline
 from redis.asyncio.cluster import RedisCluster
@@ -150,6 +151,25 @@ def _pack_with_hiredis(pool: ConnectionPool) -> None:
     pool.connection_class = _connection_class(pool.connection_class, *mixins)
 
 
+# The command table (COMMAND) redis-py's cluster client reads from a node at every
+# (re)initialisation, to find the keys of a command: shared by the clients of a process.
+_COMMANDS: dict[str, Any] = {}
+
+
+class _SharedCommandTable(AsyncCommandsParser):  # type: ignore[misc]
+    """redis-py's parser of command keys, whose table (~240 commands; parsing it was most
+    of a cluster client's start, and again after every reset of a failover) is read from
+    a node once per process. Asked for a command the table lacks, it reads it again."""
+
+    async def initialize(self, node: Any = None) -> None:
+        if node is not None and _COMMANDS:
+            self.node = node
+            self.commands = _COMMANDS
+            return
+        await super().initialize(node)
+        _COMMANDS.update(self.commands)
+
+
 # redis-py's classes read as Any to mypy (their bases come from untyped modules).
 class ClusterClient(RedisCluster):  # type: ignore[misc]
     """redis-py's `RedisCluster`, made to go on serving the shards of the nodes that are
@@ -180,6 +200,7 @@ class ClusterClient(RedisCluster):  # type: ignore[misc]
         params["connection_class"] = _connection_class(params["connection_class"])
         for node in self.nodes_manager.startup_nodes.values():
             node.connection_class = _connection_class(node.connection_class)
+        self.commands_parser = _SharedCommandTable()
 
     async def initialize(
         self,
