@@ -145,6 +145,7 @@ async def test_prompt_to_a_user_id_lands_in_the_dm(sl: Harness) -> None:
     q = await sl.ask(channel_id=ADA)
     dm = "D" + ADA[1:]
     await sl.prompt(dm)
+    await sl.delivered(q["id"])  # the worker heard back from its post before Ada read it
     await sl.event(sl.fake.message(dm, ADA, "1"))
     body = await sl.wait_result(q["id"])
     assert body["result"]["answers"]["answers"] == {"deploy_target": ["Staging (Recommended)"]}

@@ -47,6 +47,7 @@ async def test_dm_next_message_answers_the_pending_question(sl: Harness) -> None
     """In a direct message, the next message answers the question shown there."""
     q = await sl.ask(channel_id=DM)
     await sl.prompt(DM)
+    await sl.delivered(q["id"])  # the worker heard back from its post before Ada read it
     await sl.event(sl.fake.message(DM, ADA, "ship it to canary"))
     body = await sl.wait_result(q["id"])
     assert body["result"]["answers"]["answers"] == {"deploy_target": ["ship it to canary"]}
@@ -54,8 +55,9 @@ async def test_dm_next_message_answers_the_pending_question(sl: Harness) -> None
 
 async def test_free_text_is_repeated_in_the_dm_summary(sl: Harness) -> None:
     """In a DM the summary may show what the person typed."""
-    await sl.ask(channel_id=DM)
+    q = await sl.ask(channel_id=DM)
     prompt = await sl.prompt(DM)
+    await sl.delivered(q["id"])
     await sl.event(sl.fake.message(DM, ADA, "ship it to canary"))
     assert await sl.summary(prompt) == "Answered: ship it to canary"
 
