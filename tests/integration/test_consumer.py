@@ -80,10 +80,9 @@ async def blocked_reads(redis: Client, name: str) -> int:
 
 @dataclass
 class Running:
-    """A text-channel consumer running on its own client, and what it handled."""
+    """A text-channel consumer running, and what it handled."""
 
     consumer: StreamConsumer
-    client: Client
     seen: list[str]
     stop: asyncio.Event
     task: asyncio.Task[None]
@@ -103,7 +102,7 @@ async def running(client: Client, block_ms: int) -> AsyncIterator[Running]:
 
     consumer = StreamConsumer(client, "text", "c1", handle, block_ms=block_ms)
     stop = asyncio.Event()
-    run = Running(consumer, client, seen, stop, asyncio.create_task(consumer.run(stop)))
+    run = Running(consumer, seen, stop, asyncio.create_task(consumer.run(stop)))
     try:
         yield run
     finally:
@@ -121,9 +120,11 @@ async def test_a_stopping_consumer_ends_its_blocking_reads(
     async with running(client, 60_000) as run:
         name = await client.client_getname()
         readers = len(read_groups(client, run.consumer.streams))
-        await eventually(
-            lambda: _at_least(blocked_reads(redis, name), readers), f"{readers} blocked reads"
-        )
+
+        async def all_blocked() -> bool:
+            return await blocked_reads(redis, name) >= readers
+
+        await eventually(all_blocked, f"{readers} blocked reads")
         await run.stopped(10)  # a read left to its block would hold it 60 s
         stream = keys.all_events("text")[0]
         await redis.xadd(stream, {"type": "question.created", "id": "q00aaaaaaaaaaaaaaaa"})
@@ -132,10 +133,6 @@ async def test_a_stopping_consumer_ends_its_blocking_reads(
             "q00aaaaaaaaaaaaaaaa"
         ]
         assert run.seen == []
-
-
-async def _at_least(count: Any, n: int) -> bool:
-    return bool(await count >= n)
 
 
 async def test_a_consumer_whose_acl_denies_client_unblock_stops_after_its_block(
