@@ -67,6 +67,32 @@ async def test_entries_handled_together_are_all_acknowledged(redis: Redis) -> No
     assert pending == {**dict.fromkeys(streams[:4], 0), streams[4]: 1}
 
 
+async def test_one_reclaim_takes_a_dead_consumers_entries_of_every_stream(redis: Redis) -> None:
+    """One reclaim round hands over every entry a dead consumer left pending, on all 64
+    shards' streams, a stream with more of them than one XAUTOCLAIM page takes, and
+    nothing where another channel's group does not exist yet."""
+    dead = StreamConsumer(redis, "text", "dead", lambda ev: asyncio.sleep(0), block_ms=10)
+    await dead.ensure_groups()
+    streams = keys.all_events("text")
+    ids = []
+    for n, stream in enumerate(streams):
+        for k in range(5 if n == 7 else 1):  # with a count of 2: three pages
+            ids.append(f"q{n:02d}{k}{'a' * 16}")
+            await redis.xadd(stream, {"type": "question.created", "id": ids[-1]})
+    taken = []
+    for group in read_groups(redis, streams):
+        taken += await dead.read(count=10, streams=group)
+    assert len(taken) == len(ids)
+    alive = StreamConsumer(
+        redis, "text", "alive", dead.handler, block_ms=10, count=2, claim_idle_ms=0
+    )
+    reclaimed = await alive.reclaim()
+    assert sorted(ev.question_id for ev in reclaimed) == sorted(ids)
+    assert {ev.stream for ev in reclaimed} == set(streams)
+    web = StreamConsumer(redis, "web", "w1", dead.handler, block_ms=10, claim_idle_ms=0)
+    assert await web.reclaim() == []  # no group on the web channel's streams yet
+
+
 async def blocked_reads(redis: Client, name: str) -> int:
     """How many connections named `name` wait in a blocking command, on every master."""
     nodes: list[Any] = redis.get_primaries() if isinstance(redis, RedisCluster) else [None]

@@ -560,6 +560,24 @@ def read_groups(redis: Client, names: Iterable[str]) -> list[list[str]]:
     return list(by_slot.values())
 
 
+def node_groups(redis: Client, names: Iterable[str]) -> list[list[str]]:
+    """The keys that one pipeline may cover together: all of them on one Redis; on a
+    cluster those its client knows one node to serve (a pipeline of keys on several
+    nodes fails as a whole when one of them is down), or those of one slot while it has
+    not learnt the slot map."""
+    names = list(names)
+    if not isinstance(redis, RedisCluster):
+        return [names]
+    by_node: dict[str, list[str]] = {}
+    for name in names:
+        try:
+            where = str(redis.get_node_from_key(name).name)
+        except (RedisError, AttributeError):
+            where = f"slot {key_slot(name.encode())}"
+        by_node.setdefault(where, []).append(name)
+    return list(by_node.values())
+
+
 def check_redis(settings: Settings, *, jobs: bool = False) -> None:
     """The start-up check of every service: REDIS_URL in the mode ASKGATE_REDIS_CLUSTER
     says, and (for a service that runs RQ) a jobs Redis that is not a cluster node.
