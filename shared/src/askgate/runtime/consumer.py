@@ -2,11 +2,12 @@
 
 It creates the consumer group on every shard's stream idempotently, reads new entries
 with XREADGROUP (bounded block), reclaims entries a dead consumer left pending with
-XAUTOCLAIM (every stream of a node in one pipeline: `conn.node_groups`), and XACKs an entry only after its handler returned (the entries finished
-meanwhile in one round trip). On one Redis one blocking read covers every shard's
-stream; on a Redis Cluster, where a command's keys must share a slot, there is one reader
-per shard stream (`conn.read_groups`), each holding one connection while it blocks, so a
-consumer holds at most SHARDS connections for reading.
+XAUTOCLAIM (every stream of a node in one pipeline: `conn.node_groups`), and XACKs an
+entry only after its handler returned (the entries finished meanwhile in one round
+trip). On one Redis one blocking read covers every shard's stream; on a Redis Cluster,
+where a command's keys must share a slot, there is one reader per shard stream
+(`conn.read_groups`), each holding one connection while it blocks, so a consumer holds
+at most SHARDS connections for reading.
 Entries of one question are handled in order; different questions concurrently, up to
 `max_in_flight` at once, and the readers keep reading while handlers run: one slow
 handler holds only its own question's entries. A worker implements only `handle(event)`.
