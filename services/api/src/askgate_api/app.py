@@ -12,6 +12,7 @@ from askgate.domain import netguard
 from askgate.domain.asgi import BodyLimit
 from askgate.domain.errors import AskgateError, HttpError, ValidationFailed
 from askgate.domain.models import describe_errors
+from askgate.runtime.http import mount_routes
 from askgate.settings import Settings
 from askgate.store.conn import Client, connect, connect_pubsub, warm
 from askgate.store.store import Store
@@ -180,7 +181,7 @@ def create_app(settings: Settings, resolver: netguard.Resolver | None = None) ->
         log.warning("api.redis_unavailable", error=str(exc))
         return error_response(redis_unavailable())
 
-    app.include_router(routes.router)
+    mount_routes(app, routes.router)
     return app
 
 

@@ -14,6 +14,7 @@ from askgate.domain.errors import AskgateError
 from askgate.domain.i18n import t
 from askgate.domain.models import describe_errors
 from askgate.runtime import health
+from askgate.runtime.http import mount_routes
 from askgate.settings import Settings
 from askgate.store.conn import connect, warm
 from askgate.store.store import Store
@@ -129,8 +130,7 @@ def create_app(settings: Settings) -> FastAPI:
         log.exception("web.unexpected_error", error_type=type(exc).__name__)
         return _error("internal error; it was logged", 500)
 
-    app.include_router(routes.router)
-    app.include_router(operator.router)
+    mount_routes(app, routes.router, operator.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_middleware(BodyLimit, max_bytes=settings.body_max_bytes, render=_error_body)
     return app
