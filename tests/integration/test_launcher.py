@@ -49,6 +49,19 @@ def test_a_child_runs_as_main_with_its_own_env_argv_and_exit_code(
     ]
 
 
+def test_a_childs_standard_error_goes_where_it_was_told(launcher: Launcher, tmp_path: Path) -> None:
+    """With an error path, what the child writes to standard error lands there and its
+    output in the log; without one, both in the log."""
+    log, err = tmp_path / "out.log", tmp_path / "err.log"
+    proc = launcher.start(PROGRAM, env(ECHO_ERR="oops"), log, err_path=err)
+    assert proc.wait(30) == 0
+    assert err.read_text() == "oops\n"
+    assert "oops" not in log.read_text() and "echo=None" in log.read_text()
+    both = tmp_path / "both.log"
+    assert launcher.start(PROGRAM, env(ECHO_ERR="oops"), both).wait(30) == 0
+    assert "oops" in both.read_text() and "echo=None" in both.read_text()
+
+
 async def test_kill_9_kills_the_child_and_reports_the_signal(
     launcher: Launcher, tmp_path: Path
 ) -> None:

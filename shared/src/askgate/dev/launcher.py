@@ -83,10 +83,11 @@ class Launcher:
         log_path: Path | str,
         argv: Iterable[str] = (),
         preload: Iterable[str] = (),
+        err_path: Path | str | None = None,
     ) -> Forked:
         """`python -m <module> <argv>` with exactly `env`, its output appended to
-        `log_path`, forked once what it imports (`<module>.__main__` for a package) and
-        `preload` are imported."""
+        `log_path` (its standard error to `err_path` where given), forked once what it
+        imports (`<module>.__main__` for a package) and `preload` are imported."""
         reply = self._ask(
             {
                 "op": "start",
@@ -95,6 +96,7 @@ class Launcher:
                 "env": dict(env),
                 "cwd": os.getcwd(),
                 "log": str(log_path),
+                "err": None if err_path is None else str(err_path),
                 "preload": list(preload),
             }
         )
@@ -214,10 +216,10 @@ def _main_of(module: str) -> str:
 def _become(command: dict[str, Any]) -> None:
     """In the child: the process `python -m <module>` would have been, then run it."""
     os.setsid()
-    log = os.open(command["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
-    os.close(log)
+    for fd, path in ((1, command["log"]), (2, command.get("err") or command["log"])):
+        out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(out, fd)
+        os.close(out)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     os.chdir(command["cwd"])
     os.environ.clear()
