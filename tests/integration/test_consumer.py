@@ -17,6 +17,7 @@ from askgate.store import keys
 from askgate.store.conn import Client, consumer_client, read_groups
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import ResponseError
 
 from tests.support.waiting import eventually
 
@@ -91,6 +92,26 @@ async def test_one_reclaim_takes_a_dead_consumers_entries_of_every_stream(redis:
     assert {ev.stream for ev in reclaimed} == set(streams)
     web = StreamConsumer(redis, "web", "w1", dead.handler, block_ms=10, claim_idle_ms=0)
     assert await web.reclaim() == []  # no group on the web channel's streams yet
+
+
+async def test_a_stream_that_fails_its_claim_holds_up_no_other(redis: Redis) -> None:
+    """A stream whose XAUTOCLAIM fails (its key holds no stream) leaves the other
+    streams' reclaim to go on; when every stream fails, the round raises."""
+    dead = StreamConsumer(redis, "text", "dead", lambda ev: asyncio.sleep(0), block_ms=10)
+    await dead.ensure_groups()
+    streams = keys.all_events("text")
+    for n in (1, 2):
+        await redis.xadd(streams[n], {"type": "question.created", "id": f"q{n:02d}{'a' * 17}"})
+        await dead.read(streams=[streams[n]])
+    await redis.delete(streams[0])
+    await redis.set(streams[0], "not a stream")
+    alive = StreamConsumer(redis, "text", "alive", dead.handler, block_ms=10, claim_idle_ms=0)
+    reclaimed = await alive.reclaim()
+    assert sorted(ev.stream for ev in reclaimed) == [streams[1], streams[2]]
+    lone = StreamConsumer(redis, "text", "lone", dead.handler, block_ms=10, claim_idle_ms=0)
+    lone.streams = [streams[0]]
+    with pytest.raises(ResponseError, match="WRONGTYPE"):
+        await lone.reclaim()
 
 
 async def blocked_reads(redis: Client, name: str) -> int:
