@@ -24,7 +24,7 @@ from askgate.domain.timeutil import now_ms
 from askgate.runtime.consumer import Event, StreamConsumer
 from askgate.settings import Settings
 from askgate.store import keys
-from askgate.store.conn import check_mode, connect, connect_sync
+from askgate.store.conn import check_mode, connect, connect_sync, node_groups, warm
 from askgate.store.store import Store
 from askgate.store.tenants import create_tenant, tenant_for_key
 from askgate_sweeper.__main__ import redis_client as sweeper_client
@@ -221,6 +221,23 @@ async def test_stream_consumer_reads_events_on_a_cluster(
     stop.set()
     await asyncio.wait_for(task, 15)
     assert sorted(e.question_id for e in seen) == sorted(ids)
+
+
+async def test_a_pipeline_group_is_a_node_or_else_a_slot(
+    redis_cluster: RedisClusterProcess,
+) -> None:
+    """A reclaim pipelines the streams of each master together (three groups for the 64
+    streams here); a client that has not learnt the slot map yet groups them by slot."""
+    streams = keys.all_events("web")
+    unlearnt = connect(redis_cluster.url, cluster=True)
+    try:
+        assert sorted(map(len, node_groups(unlearnt, streams))) == [1] * len(streams)
+        await warm(unlearnt)
+        groups = node_groups(unlearnt, streams)
+        assert len(groups) == redis_cluster.masters
+        assert sorted(s for g in groups for s in g) == sorted(streams)
+    finally:
+        await unlearnt.aclose()
 
 
 async def test_a_dead_consumers_entries_are_reclaimed_on_a_cluster(

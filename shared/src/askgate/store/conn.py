@@ -572,7 +572,7 @@ def node_groups(redis: Client, names: Iterable[str]) -> list[list[str]]:
     for name in names:
         try:
             where = str(redis.get_node_from_key(name).name)
-        except (RedisError, AttributeError):
+        except (RedisError, RedisClusterException):  # not learnt, or a slot uncovered
             where = f"slot {key_slot(name.encode())}"
         by_node.setdefault(where, []).append(name)
     return list(by_node.values())
