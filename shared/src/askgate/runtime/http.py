@@ -37,7 +37,8 @@ def mount_routes(app: FastAPI, *routers: APIRouter) -> None:
     """The routers' routes, the very ones their decorators built at import, added to
     `app`. (FastAPI's include_router wraps each router and builds an effective copy of
     every route of it on the app's first request, paid by each app a process makes: a
-    new API app and its first request 25-30 ms of CPU, against 4-5 ms. askgate's routers carry no prefix, tags or
-    dependencies that an include would apply, and no app overrides dependencies.)"""
+    new API app and its first request 25-30 ms of CPU, against 4-5 ms. askgate's routers
+    carry no prefix, tags or dependencies that an include would apply, and no app
+    overrides dependencies.)"""
     for router in routers:
         app.router.routes.extend(router.routes)
